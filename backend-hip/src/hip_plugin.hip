@@ -1,0 +1,80 @@
+// Plugin entry and device discovery for the HIP backend. Built by hipcc (AMD) or nvcc
+// (through hip_compat.h), so only HIP runtime calls that hip_compat.h maps are used here.
+#if !defined(TANDEM_HIP_ON_CUDA)
+#include <hip/hip_runtime.h>
+#endif
+#include <memory>
+#include <string>
+
+#include "tandem/backend/backend.h"
+#include "tandem/backend/registry.h"
+
+namespace tandem::hip {
+namespace {
+
+class HipBackend final : public Backend {
+public:
+    explicit HipBackend(DeviceInfo info) : info_(std::move(info)) {}
+    const DeviceInfo& device() const override { return info_; }
+
+private:
+    DeviceInfo info_;
+};
+
+DeviceInfo describe(int index) {
+    hipDeviceProp_t prop{};
+    // A failing query leaves its zero default: the device is listed with what could be read.
+    (void)hipGetDeviceProperties(&prop, index);
+    int integrated = 0;
+    (void)hipDeviceGetAttribute(&integrated, hipDeviceAttributeIntegrated, index);
+    size_t free_b = 0, total_b = 0;
+    (void)hipSetDevice(index);
+    (void)hipMemGetInfo(&free_b, &total_b);
+    DeviceInfo d;
+    d.backend = "hip";
+    d.index = index;
+    d.name = prop.name;
+#if defined(TANDEM_HIP_ON_CUDA)
+    d.driver = "CUDA (HIP compatibility) sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+#else
+    d.driver = std::string("ROCm ") + prop.gcnArchName;
+#endif
+    d.type = integrated ? DeviceType::IntegratedGpu : DeviceType::DiscreteGpu;
+    d.memory_total = total_b;
+    d.memory_free = free_b;
+    d.unified_memory = integrated != 0;
+    if (integrated)
+        d.notes = "integrated GPU: ROCm may see only the BIOS carve-out; raise the GTT limit "
+                  "(kernel parameter ttm.pages_limit) to use more system memory";
+    return d;
+}
+
+class HipFactory final : public BackendFactory {
+public:
+    explicit HipFactory(int count) {
+        for (int i = 0; i < count; ++i) devices_.push_back(describe(i));
+    }
+    std::string name() const override { return "hip"; }
+    std::vector<DeviceInfo> devices() override { return devices_; }
+    std::unique_ptr<Backend> create(int index, const BackendOptions&) override {
+        if (index < 0 || index >= static_cast<int>(devices_.size())) return nullptr;
+        return std::make_unique<HipBackend>(devices_[index]);
+    }
+
+private:
+    std::vector<DeviceInfo> devices_;
+};
+
+}  // namespace
+}  // namespace tandem::hip
+
+extern "C" __attribute__((visibility("default"))) tandem::BackendFactory* tandem_backend_factory_v1(std::string* err) {
+    int count = 0;
+    hipError_t e = hipGetDeviceCount(&count);
+    if (e != hipSuccess || count == 0) {
+        *err = std::string("no HIP device (") + hipGetErrorString(e) +
+               "); ROCm needs /dev/kfd and a supported AMD GPU";
+        return nullptr;
+    }
+    return new tandem::hip::HipFactory(count);
+}

@@ -1,0 +1,136 @@
+#include "vk_device_list.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "tandem/common/error.h"
+
+namespace tandem::vk {
+namespace {
+
+bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
+    return std::any_of(exts.begin(), exts.end(),
+                       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+DeviceType to_device_type(VkPhysicalDeviceType t) {
+    switch (t) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return DeviceType::DiscreteGpu;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return DeviceType::IntegratedGpu;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceType::VirtualGpu;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU: return DeviceType::CpuEmulated;
+        default: return DeviceType::CpuEmulated;
+    }
+}
+
+int preference(DeviceType t) {
+    switch (t) {
+        case DeviceType::DiscreteGpu: return 0;
+        case DeviceType::IntegratedGpu: return 1;
+        case DeviceType::VirtualGpu: return 2;
+        default: return 3;
+    }
+}
+
+PhysicalDevice describe(VkPhysicalDevice pd) {
+    PhysicalDevice d;
+    d.handle = pd;
+
+    uint32_t n_ext = 0;
+    vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, nullptr);
+    std::vector<VkExtensionProperties> exts(n_ext);
+    vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, exts.data());
+    d.memory_budget_ext = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    d.external_memory_host_ext = has_extension(exts, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    subgroup.pNext = &driver;
+    VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    props.pNext = &subgroup;
+    vkGetPhysicalDeviceProperties2(pd, &props);
+    d.subgroup_size = subgroup.subgroupSize;
+    d.max_buffer_size = props.properties.limits.maxStorageBufferRange;
+
+    VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    feats.pNext = &f16;
+    vkGetPhysicalDeviceFeatures2(pd, &feats);
+    d.shader_float16 = f16.shaderFloat16;
+    d.shader_int8_dot = has_extension(exts, "VK_KHR_shader_integer_dot_product");
+
+    uint32_t n_q = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n_q, nullptr);
+    std::vector<VkQueueFamilyProperties> qs(n_q);
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n_q, qs.data());
+    // Prefer a compute-only family (async compute) and fall back to any with compute.
+    int best = -1;
+    for (uint32_t i = 0; i < n_q; ++i) {
+        if (!(qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+        if (best < 0 || !(qs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) best = static_cast<int>(i);
+    }
+    d.compute_queue_family = best < 0 ? 0 : static_cast<uint32_t>(best);
+
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 mem{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+    if (d.memory_budget_ext) mem.pNext = &budget;
+    vkGetPhysicalDeviceMemoryProperties2(pd, &mem);
+    const auto& mp = mem.memoryProperties;
+    uint64_t local_total = 0, local_free = 0;
+    bool host_visible_local = false;
+    for (uint32_t h = 0; h < mp.memoryHeapCount; ++h) {
+        if (!(mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) continue;
+        local_total += mp.memoryHeaps[h].size;
+        local_free += d.memory_budget_ext ? (budget.heapBudget[h] > budget.heapUsage[h]
+                                                 ? budget.heapBudget[h] - budget.heapUsage[h]
+                                                 : 0)
+                                          : mp.memoryHeaps[h].size;
+    }
+    for (uint32_t t = 0; t < mp.memoryTypeCount; ++t) {
+        auto f = mp.memoryTypes[t].propertyFlags;
+        if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
+            host_visible_local = true;
+    }
+
+    auto& info = d.info;
+    info.backend = "vulkan";
+    info.name = props.properties.deviceName;
+    info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
+    info.type = to_device_type(props.properties.deviceType);
+    info.memory_total = local_total;
+    info.memory_free = local_free;
+    // Integrated GPUs and CPU drivers share host memory; a discrete GPU with a host-visible
+    // device-local type only has resizable BAR, which is not unified memory.
+    info.unified_memory = info.type == DeviceType::IntegratedGpu || info.type == DeviceType::CpuEmulated ||
+                          (host_visible_local && info.type != DeviceType::DiscreteGpu);
+    return d;
+}
+
+}  // namespace
+
+Instance::Instance() {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "tandem";
+    app.apiVersion = VK_API_VERSION_1_2;
+    VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    ci.pApplicationInfo = &app;
+    VkResult r = vkCreateInstance(&ci, nullptr, &instance_);
+    if (r != VK_SUCCESS)
+        throw Error("vkCreateInstance failed (VkResult " + std::to_string(r) +
+                    "): no Vulkan driver installed? (Debian: mesa-vulkan-drivers)");
+    uint32_t n = 0;
+    vkEnumeratePhysicalDevices(instance_, &n, nullptr);
+    std::vector<VkPhysicalDevice> pds(n);
+    vkEnumeratePhysicalDevices(instance_, &n, pds.data());
+    for (auto pd : pds) devices_.push_back(describe(pd));
+    std::stable_sort(devices_.begin(), devices_.end(), [](const PhysicalDevice& a, const PhysicalDevice& b) {
+        return preference(a.info.type) < preference(b.info.type);
+    });
+    for (size_t i = 0; i < devices_.size(); ++i) devices_[i].info.index = static_cast<int>(i);
+}
+
+Instance::~Instance() {
+    if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+}  // namespace tandem::vk

@@ -1,0 +1,40 @@
+#pragma once
+// Enumerates Vulkan physical devices with the facts the planner and the UI need.
+#include <vulkan/vulkan.h>
+
+#include <string>
+#include <vector>
+
+#include "tandem/backend/device.h"
+
+namespace tandem::vk {
+
+struct PhysicalDevice {
+    VkPhysicalDevice handle = VK_NULL_HANDLE;
+    DeviceInfo info;
+    uint32_t compute_queue_family = 0;
+    uint32_t subgroup_size = 0;
+    bool memory_budget_ext = false;
+    bool external_memory_host_ext = false;
+    bool shader_float16 = false;
+    bool shader_int8_dot = false;
+    uint64_t max_buffer_size = 0;  // per-buffer limit (maxStorageBufferRange / maintenance4)
+};
+
+// Owns the VkInstance; devices are sorted GPUs first (discrete, integrated), CPU drivers last.
+class Instance {
+public:
+    Instance();  // throws tandem::Error when no instance can be created
+    ~Instance();
+    Instance(const Instance&) = delete;
+    Instance& operator=(const Instance&) = delete;
+
+    VkInstance handle() const { return instance_; }
+    const std::vector<PhysicalDevice>& devices() const { return devices_; }
+
+private:
+    VkInstance instance_ = VK_NULL_HANDLE;
+    std::vector<PhysicalDevice> devices_;
+};
+
+}  // namespace tandem::vk

@@ -1,0 +1,5 @@
+#include "tandem/version.h"
+
+namespace tandem {
+const char* version() { return TANDEM_VERSION; }
+}  // namespace tandem

@@ -1,0 +1,1 @@
+#include "tandem/net/net_version.h"
