@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures (once) and builds Tandem into build/ with ccache. Extra arguments go to cmake's
+# configure step, e.g. packaging/build.sh -DTANDEM_HIP=OFF.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR="${TANDEM_BUILD_DIR:-build}"
+JOBS="${TANDEM_JOBS:-$(nproc)}"
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+if [ ! -f "$BUILD_DIR/build.ninja" ] || [ "$#" -gt 0 ]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+fi
+cmake --build "$BUILD_DIR" -j "$JOBS"
