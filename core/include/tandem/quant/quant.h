@@ -1,0 +1,109 @@
+#pragma once
+// Weight types: (de)quantisation of rows and the CPU dot-product kernels behind matmul.
+//
+// Block layouts are ggml's (GGUF data is used as it is). Integer dot products follow llama.cpp's
+// scheme: activations are quantised once per matmul into the format the weight type wants
+// (q8_0 for the 32-element types, q8_K for the K-quants, f32 for F32/F16/BF16), and every weight
+// row is dotted with those rows. Kernels are picked at run time by CPU features (AVX-512, AVX2,
+// scalar); TANDEM_QUANT_ISA=scalar|avx2|avx512 forces a lower level (tests, benchmarks).
+//
+// Threading: the caller splits output rows; Activations are prepared once and shared read-only.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "tandem/common/dtype.h"
+
+namespace tandem::quant {
+
+// ---- Rows -------------------------------------------------------------------------------------
+// n is the element count of the row; it must be a multiple of the type's block size. Unsupported
+// types and bad n throw tandem::Error naming the type.
+bool can_dequantize(
+    DType t);                // F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K
+bool can_quantize(DType t);  // F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K
+// src holds row_bytes(t, n) bytes.
+void dequantize_row(DType t, const void* src, float* dst, int64_t n);
+// Reference quantisers, bit for bit those of ggml (and of the gguf Python package where it has
+// one). dst receives row_bytes(t, n) bytes.
+void quantize_row(DType t, const float* src, void* dst, int64_t n);
+
+// ---- Activation formats -----------------------------------------------------------------------
+// The activation format a weight type's dot product consumes: DType::F32, Q8_0, Q8_1 or Q8_K.
+DType act_type(DType weight);
+// q8_0: 32 per block, f16 scale d = amax/127, q = round(x/d).
+void quantize_row_q8_0(const float* x, void* dst, int64_t n);
+// q8_1: as q8_0 plus f16 s = d * sum(q) (for the types with a min: Q4_1, Q5_1).
+void quantize_row_q8_1(const float* x, void* dst, int64_t n);
+// q8_K: 256 per block, f32 d = -max/127 (signed, as ggml), int8 q[256], int16 bsums[16] (sums of
+// each 16 q).
+void quantize_row_q8_K(const float* x, void* dst, int64_t n);
+
+// ---- Kernels ----------------------------------------------------------------------------------
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+std::string_view isa_name(Isa isa);  // "scalar", "avx2", "avx512"
+bool isa_supported(Isa isa);         // by this CPU (AVX2 needs FMA+F16C; AVX-512 needs F/BW/VL)
+// The best supported level, lowered by TANDEM_QUANT_ISA if set (read once).
+Isa default_isa();
+
+// Most activation rows one weight row is dotted with per load (prefill tiles tokens by this).
+inline constexpr int kMaxTokenTile = 8;
+
+struct Kernels {
+    DType type;  // weight type
+    DType act;   // act_type(type)
+    Isa isa;     // level these functions were compiled for
+    // Dot of one weight row (n elements) with one activation row in format `act`.
+    float (*vec_dot)(int64_t n, const void* w_row, const void* act_row);
+    // out[j] = dot(w_row, act + j * act_stride) for j < n_act (1..kMaxTokenTile): the weight row is
+    // unpacked once for all of them.
+    void (*vec_dot_tile)(int64_t n, const void* w_row, const void* act, size_t act_stride,
+                         int n_act, float* out);
+};
+bool can_matmul(DType weight);  // F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K
+// The kernels of `weight` at `isa`, or at the best lower level where that one has none; throws
+// tandem::Error for an unsupported weight type or an ISA this CPU lacks.
+const Kernels& kernels(DType weight, Isa isa);
+inline const Kernels& kernels(DType weight) {
+    return kernels(weight, default_isa());
+}
+
+// Activation rows [n_tokens, n_in] converted once into the format a weight type wants. For f32 it
+// only points at the caller's x (which must outlive it). Reusable: prepare() keeps its buffer.
+class Activations {
+  public:
+    Activations();
+    ~Activations();
+    Activations(Activations&&) noexcept;
+    Activations& operator=(Activations&&) noexcept;
+
+    void prepare(DType weight, const float* x, int64_t n_in, int64_t n_tokens);
+
+    DType format() const { return format_; }
+    int64_t n_in() const { return n_in_; }
+    int64_t n_tokens() const { return n_tokens_; }
+    size_t row_stride() const { return row_stride_; }  // bytes between token rows
+    const void* row(int64_t t) const {
+        return static_cast<const uint8_t*>(data_) + static_cast<size_t>(t) * row_stride_;
+    }
+
+  private:
+    struct Buffer;
+    std::unique_ptr<Buffer> buf_;
+    DType format_ = DType::F32;
+    int64_t n_in_ = 0, n_tokens_ = 0;
+    size_t row_stride_ = 0;
+    const void* data_ = nullptr;
+};
+
+// y[t * y_stride + r] = dot(row r of w, token t of x) for r in [row_begin, row_end) and every
+// token of x. w: [n_out, n_in] in type wt, row r at byte r * row_bytes(wt, n_in). x must have been
+// prepared for wt with the same n_in. Tokens are processed in tiles of kMaxTokenTile per row load.
+void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t row_end,
+            const Activations& x, float* y, int64_t y_stride, Isa isa = default_isa());
+// Convenience for single-threaded callers: prepares the activations itself. x: [n_tokens, n_in].
+void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t row_end,
+            const float* x, int64_t n_tokens, float* y, int64_t y_stride, Isa isa = default_isa());
+
+}  // namespace tandem::quant
