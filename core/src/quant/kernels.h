@@ -1,0 +1,19 @@
+#pragma once
+// Internal: each ISA's kernel set. A getter returns nullptr for a type it has no kernel for (the
+// table then falls back to a lower level).
+#include "tandem/quant/quant.h"
+
+namespace tandem::quant {
+
+const Kernels* scalar_kernels(DType weight);
+const Kernels* avx2_kernels(DType weight);
+const Kernels* avx512_kernels(DType weight);
+
+// Tile adaptor for kernels that have no multi-row version: one vec_dot per activation row (the
+// weight row stays in L1 between them).
+template <float (*Dot)(int64_t, const void*, const void*)>
+void tile_by_rows(int64_t n, const void* w, const void* act, size_t stride, int n_act, float* out) {
+    for (int j = 0; j < n_act; ++j) out[j] = Dot(n, w, static_cast<const char*>(act) + j * stride);
+}
+
+}  // namespace tandem::quant

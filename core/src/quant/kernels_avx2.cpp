@@ -1,0 +1,10 @@
+// avx2 kernels (placeholder until the SIMD versions land).
+#include "kernels.h"
+
+namespace tandem::quant {
+
+const Kernels* avx2_kernels(DType) {
+    return nullptr;
+}
+
+}  // namespace tandem::quant

@@ -1,0 +1,105 @@
+// Activations (quantised once per call) and the row-range matmul on top of the kernel table.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernels.h"
+#include "tandem/common/error.h"
+#include "tandem/quant/quant.h"
+
+namespace tandem::quant {
+
+struct Activations::Buffer {
+    void* data = nullptr;
+    size_t capacity = 0;
+    ~Buffer() { std::free(data); }
+    void* reserve(size_t bytes) {
+        if (bytes > capacity) {
+            std::free(data);
+            capacity = (bytes + 63) / 64 * 64;
+            data = std::aligned_alloc(64, capacity);  // 64: whole cache lines for SIMD loads
+            if (!data) {
+                capacity = 0;
+                throw Error("quant: cannot allocate " + std::to_string(bytes) +
+                            " bytes for quantised activations");
+            }
+        }
+        return data;
+    }
+};
+
+Activations::Activations() = default;
+Activations::~Activations() = default;
+Activations::Activations(Activations&&) noexcept = default;
+Activations& Activations::operator=(Activations&&) noexcept = default;
+
+void Activations::prepare(DType weight, const float* x, int64_t n_in, int64_t n_tokens) {
+    const DType fmt = act_type(weight);
+    const auto& tr = dtype_traits(fmt);
+    if (n_in <= 0 || n_tokens < 0 || n_in % tr.block_elems != 0)
+        throw Error("quant: activations for " + std::string(dtype_name(weight)) + ": n_in " +
+                    std::to_string(n_in) + " must be a positive multiple of " +
+                    std::to_string(tr.block_elems) + " (n_tokens " + std::to_string(n_tokens) +
+                    ")");
+    format_ = fmt;
+    n_in_ = n_in;
+    n_tokens_ = n_tokens;
+    row_stride_ = row_bytes(fmt, static_cast<uint64_t>(n_in));
+    if (fmt == DType::F32) {
+        data_ = x;
+        return;
+    }
+    if (!buf_) buf_ = std::make_unique<Buffer>();
+    auto* out = static_cast<uint8_t*>(buf_->reserve(row_stride_ * static_cast<size_t>(n_tokens)));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const float* src = x + t * n_in;
+        void* dst = out + static_cast<size_t>(t) * row_stride_;
+        if (fmt == DType::Q8_0)
+            quantize_row_q8_0(src, dst, n_in);
+        else if (fmt == DType::Q8_1)
+            quantize_row_q8_1(src, dst, n_in);
+        else
+            quantize_row_q8_K(src, dst, n_in);
+    }
+    data_ = out;
+}
+
+void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t row_end,
+            const Activations& x, float* y, int64_t y_stride, Isa isa) {
+    const Kernels& k = kernels(wt, isa);
+    if (x.format() != k.act || x.n_in() != n_in)
+        throw Error("quant: matmul of " + std::string(dtype_name(wt)) + " with n_in " +
+                    std::to_string(n_in) + ": activations were prepared as " +
+                    std::string(dtype_name(x.format())) + " with n_in " + std::to_string(x.n_in()));
+    if (row_begin < 0 || row_end < row_begin)
+        throw Error("quant: matmul: bad row range [" + std::to_string(row_begin) + ", " +
+                    std::to_string(row_end) + ")");
+    const size_t w_stride = row_bytes(wt, static_cast<uint64_t>(n_in));
+    const auto* wb = static_cast<const uint8_t*>(w);
+    const int64_t n_tokens = x.n_tokens();
+    if (n_tokens == 1) {
+        for (int64_t r = row_begin; r < row_end; ++r)
+            y[r] = k.vec_dot(n_in, wb + static_cast<size_t>(r) * w_stride, x.row(0));
+        return;
+    }
+    // Rows outer: each weight row comes from memory once; the activations stay in cache.
+    float out[kMaxTokenTile];
+    for (int64_t r = row_begin; r < row_end; ++r) {
+        const void* wr = wb + static_cast<size_t>(r) * w_stride;
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokenTile) {
+            const int nt = static_cast<int>(std::min<int64_t>(kMaxTokenTile, n_tokens - t0));
+            k.vec_dot_tile(n_in, wr, x.row(t0), x.row_stride(), nt, out);
+            for (int j = 0; j < nt; ++j) y[(t0 + j) * y_stride + r] = out[j];
+        }
+    }
+}
+
+void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t row_end,
+            const float* x, int64_t n_tokens, float* y, int64_t y_stride, Isa isa) {
+    Activations acts;
+    acts.prepare(wt, x, n_in, n_tokens);
+    matmul(wt, w, n_in, row_begin, row_end, acts, y, y_stride, isa);
+}
+
+}  // namespace tandem::quant

@@ -1,0 +1,160 @@
+// Row-level entry points: type dispatch and argument checks around the scalar converters.
+#include <cstring>
+#include <string>
+
+#include "dequantize.h"
+#include "tandem/common/error.h"
+#include "tandem/quant/quant.h"
+
+namespace tandem::quant {
+namespace {
+
+using DequantFn = void (*)(const void*, float*, int64_t);
+using QuantFn = void (*)(const float*, void*, int64_t);
+
+void copy_f32_out(const void* src, float* dst, int64_t n) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+void copy_f32_in(const float* src, void* dst, int64_t n) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+DequantFn dequant_fn(DType t) {
+    switch (t) {
+        case DType::F32:
+            return copy_f32_out;
+        case DType::F16:
+            return scalar::dequant_f16;
+        case DType::BF16:
+            return scalar::dequant_bf16;
+        case DType::Q4_0:
+            return scalar::dequant_q4_0;
+        case DType::Q4_1:
+            return scalar::dequant_q4_1;
+        case DType::Q5_0:
+            return scalar::dequant_q5_0;
+        case DType::Q5_1:
+            return scalar::dequant_q5_1;
+        case DType::Q8_0:
+            return scalar::dequant_q8_0;
+        case DType::Q2_K:
+            return scalar::dequant_q2_k;
+        case DType::Q3_K:
+            return scalar::dequant_q3_k;
+        case DType::Q4_K:
+            return scalar::dequant_q4_k;
+        case DType::Q5_K:
+            return scalar::dequant_q5_k;
+        case DType::Q6_K:
+            return scalar::dequant_q6_k;
+        case DType::Q8_K:
+            return scalar::dequant_q8_k;
+        default:
+            return nullptr;
+    }
+}
+
+QuantFn quant_fn(DType t) {
+    switch (t) {
+        case DType::F32:
+            return copy_f32_in;
+        case DType::F16:
+            return scalar::quant_f16;
+        case DType::BF16:
+            return scalar::quant_bf16;
+        case DType::Q4_0:
+            return scalar::quant_q4_0;
+        case DType::Q4_1:
+            return scalar::quant_q4_1;
+        case DType::Q5_0:
+            return scalar::quant_q5_0;
+        case DType::Q5_1:
+            return scalar::quant_q5_1;
+        case DType::Q8_0:
+            return scalar::quant_q8_0;
+        case DType::Q4_K:
+            return scalar::quant_q4_k;
+        case DType::Q5_K:
+            return scalar::quant_q5_k;
+        case DType::Q6_K:
+            return scalar::quant_q6_k;
+        default:
+            return nullptr;
+    }
+}
+
+std::string type_label(DType t) {
+    const auto tr = dtype_traits(static_cast<uint32_t>(t));
+    return tr ? std::string(tr->name) : "type id " + std::to_string(static_cast<uint32_t>(t));
+}
+
+void check_length(const char* what, DType t, int64_t n) {
+    const auto tr = dtype_traits(static_cast<uint32_t>(t));
+    if (n < 0 || (tr && n % tr->block_elems != 0))
+        throw Error(std::string("quant: ") + what + " of " + type_label(t) + ": row length " +
+                    std::to_string(n) + " is not a multiple of the block size " +
+                    std::to_string(tr ? tr->block_elems : 1));
+}
+
+}  // namespace
+
+bool can_dequantize(DType t) {
+    return dequant_fn(t) != nullptr;
+}
+bool can_quantize(DType t) {
+    return quant_fn(t) != nullptr;
+}
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
+    const DequantFn f = dequant_fn(t);
+    if (!f) throw Error("quant: dequantize_row: type " + type_label(t) + " is not supported");
+    check_length("dequantize_row", t, n);
+    f(src, dst, n);
+}
+
+void quantize_row(DType t, const float* src, void* dst, int64_t n) {
+    const QuantFn f = quant_fn(t);
+    if (!f) throw Error("quant: quantize_row: type " + type_label(t) + " is not supported");
+    check_length("quantize_row", t, n);
+    f(src, dst, n);
+}
+
+void quantize_row_q8_0(const float* x, void* dst, int64_t n) {
+    check_length("quantize_row_q8_0", DType::Q8_0, n);
+    scalar::quant_q8_0(x, dst, n);
+}
+void quantize_row_q8_1(const float* x, void* dst, int64_t n) {
+    check_length("quantize_row_q8_1", DType::Q8_1, n);
+    scalar::quant_q8_1(x, dst, n);
+}
+void quantize_row_q8_K(const float* x, void* dst, int64_t n) {
+    check_length("quantize_row_q8_K", DType::Q8_K, n);
+    scalar::quant_q8_k(x, dst, n);
+}
+
+DType act_type(DType weight) {
+    switch (weight) {
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16:
+            return DType::F32;
+        case DType::Q4_0:
+        case DType::Q5_0:
+        case DType::Q8_0:
+            return DType::Q8_0;
+        case DType::Q4_1:
+        case DType::Q5_1:
+            return DType::Q8_1;
+        case DType::Q2_K:
+        case DType::Q3_K:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
+            return DType::Q8_K;
+        default:
+            throw Error("quant: act_type: weight type " + type_label(weight) +
+                        " has no CPU dot product");
+    }
+}
+
+}  // namespace tandem::quant
