@@ -1,0 +1,163 @@
+// Opening a store: inspect the file read-only, refuse what is not ours, then migrate.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "store/schema.h"
+#include "store/store_impl.h"
+#include "tandem/common/error.h"
+
+namespace tandem::store {
+namespace {
+
+struct Inspection {
+    bool fresh = false;  // no file, an empty file, or an empty SQLite database: ours to create
+    int version = 0;
+};
+
+std::string hex32(int64_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08X", unsigned(uint32_t(v)));
+    return buf;
+}
+
+// Reads the header fields through a read-only connection, so a file we refuse is never written.
+Inspection inspect(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return {true, 0};
+    if (std::filesystem::is_directory(path, ec))
+        throw Error("store: " + path + ": is a directory, not a database file");
+    if (std::filesystem::file_size(path, ec) == 0 && !ec) return {true, 0};
+
+    sql::Db db(path, SQLITE_OPEN_READONLY);
+    std::vector<std::string> tables;
+    try {
+        sql::Statement st(db, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name");
+        while (st.step()) tables.push_back(st.text(0));
+    } catch (const Error&) {
+        int code = sqlite3_errcode(db.handle());
+        if (code == SQLITE_NOTADB)
+            throw Error(
+                "store: " + path +
+                ": not a SQLite database (not a Tandem chat store; the file was not changed)");
+        if (code == SQLITE_CORRUPT)
+            throw Error("store: " + path + ": the database file is damaged (" +
+                        sqlite3_errmsg(db.handle()) + "); the file was not changed");
+        throw;
+    }
+    sql::Statement app(db, "PRAGMA application_id");
+    app.step();
+    int64_t application_id = app.int64(0);
+    sql::Statement uv(db, "PRAGMA user_version");
+    uv.step();
+    int version = int(uv.int64(0));
+
+    if (application_id == 0 && version == 0 && tables.empty()) return {true, 0};
+    if (application_id != kApplicationId) {
+        std::string list;
+        for (size_t i = 0; i < tables.size() && i < 5; ++i) list += (i ? ", " : "") + tables[i];
+        if (tables.size() > 5) list += ", ...";
+        throw Error("store: " + path +
+                    ": a SQLite database of another application (application_id " +
+                    hex32(application_id) + ", user_version " + std::to_string(version) +
+                    ", tables: " + (list.empty() ? "none" : list) +
+                    "), not a Tandem chat store; the file was not changed");
+    }
+    if (version > kSchemaVersion)
+        throw Error("store: " + path + ": written by a newer Tandem (schema version " +
+                    std::to_string(version) + ", this build knows up to " +
+                    std::to_string(kSchemaVersion) + "); the file was not changed");
+    if (version < 1)
+        throw Error("store: " + path +
+                    ": a Tandem chat store without a schema version (damaged); the file was not "
+                    "changed");
+    for (const char* required : {"conversations", "messages"}) {
+        bool found = false;
+        for (auto& t : tables) found = found || t == required;
+        if (!found)
+            throw Error("store: " + path + ": schema version " + std::to_string(version) +
+                        " but table '" + required +
+                        "' is missing (damaged); the file was not changed");
+    }
+    return {false, version};
+}
+
+void configure(sql::Db& db, int busy_timeout_ms) {
+    sqlite3_busy_timeout(db.handle(), busy_timeout_ms);
+    db.exec("PRAGMA foreign_keys = ON");
+}
+
+}  // namespace
+
+sql::Db& ChatStore::Impl::write_db() {
+    if (!writer) throw Error("store: " + reader->path() + ": opened read-only, cannot write");
+    return *writer;
+}
+
+int64_t now_ms() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+ChatStore::ChatStore(std::filesystem::path path, std::unique_ptr<Impl> impl)
+    : path_(std::move(path)), impl_(std::move(impl)) {}
+
+ChatStore::~ChatStore() = default;
+
+std::unique_ptr<ChatStore> ChatStore::open(const std::filesystem::path& path, Options options) {
+    const std::string p = path.string();
+    Inspection found = inspect(p);
+    auto impl = std::make_unique<Impl>();
+    impl->options = options;
+
+    if (options.read_only) {
+        if (found.fresh) throw Error("store: " + p + ": no chat store there (nothing to read)");
+        if (found.version != kSchemaVersion)
+            throw Error("store: " + p + ": schema version " + std::to_string(found.version) +
+                        " needs an upgrade to " + std::to_string(kSchemaVersion) +
+                        "; open it once for writing (the app, or tandem-cli chats import)");
+    } else {
+        if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+        impl->writer = std::make_unique<sql::Db>(p, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+        sql::Db& w = *impl->writer;
+        configure(w, options.busy_timeout_ms);
+        // WAL: readers never block the writer. synchronous=FULL: a committed message survives
+        // power loss, not only a crash of the process.
+        sql::Statement wal(w, "PRAGMA journal_mode = WAL");
+        if (!wal.step() || wal.text(0) != "wal")
+            throw Error("store: " + p + ": cannot switch the database to WAL mode");
+        w.exec("PRAGMA synchronous = FULL");
+        sql::Transaction tx(w);
+        // Another process may have created or migrated the file since inspect(): read again.
+        sql::Statement uv(w, "PRAGMA user_version");
+        uv.step();
+        int version = int(uv.int64(0));
+        if (version > kSchemaVersion)
+            throw Error("store: " + p + ": written by a newer Tandem (schema version " +
+                        std::to_string(version) + ")");
+        if (version < kSchemaVersion) migrate(w, version);
+        tx.commit();
+    }
+    impl->reader = std::make_unique<sql::Db>(p, SQLITE_OPEN_READONLY);
+    configure(*impl->reader, options.busy_timeout_ms);
+    return std::unique_ptr<ChatStore>(new ChatStore(path, std::move(impl)));
+}
+
+std::filesystem::path ChatStore::default_path() {
+    if (const char* e = std::getenv("TANDEM_CHATS_DB"); e && *e) return e;
+    if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x)
+        return std::filesystem::path(x) / "tandem" / "chats.db";
+    const char* home = std::getenv("HOME");
+    return std::filesystem::path(home ? home : ".") / ".local" / "share" / "tandem" / "chats.db";
+}
+
+std::string ChatStore::integrity_check() {
+    std::lock_guard lock(impl_->read_mu);
+    sql::Statement st(*impl_->reader, "PRAGMA integrity_check");
+    std::string out;
+    while (st.step()) out += (out.empty() ? "" : "\n") + st.text(0);
+    return out;
+}
+
+}  // namespace tandem::store
