@@ -25,6 +25,8 @@ enum class ValueType : uint32_t {
     UInt8 = 0, Int8 = 1, UInt16 = 2, Int16 = 3, UInt32 = 4, Int32 = 5, Float32 = 6, Bool = 7,
     String = 8, Array = 9, UInt64 = 10, Int64 = 11, Float64 = 12,
 };
+// "u32", "string", "array", ... for messages and `tandem-cli inspect`.
+std::string_view value_type_name(ValueType t);
 
 // One metadata value. Arrays keep their element type (nested arrays allowed).
 class Value {
@@ -32,6 +34,7 @@ public:
     struct Array {
         ValueType elem_type = ValueType::UInt8;
         std::vector<Value> items;
+        bool operator==(const Array&) const = default;
     };
     using Storage = std::variant<uint64_t, int64_t, double, bool, std::string, Array>;
 
@@ -108,6 +111,9 @@ public:
     // Throws tandem::Error with the file name and the bad field ("gguf: model.gguf: tensor 12
     // 'blk.0.attn_q.weight': data [off, off+n) past end of file (size S)").
     static File open(const std::filesystem::path& path, OpenOptions options = {});
+    // Parses a whole GGUF file held in memory with the same checks as open(); nothing is
+    // mapped, so tensor_data throws. `name` is used in messages. (Entry point of the fuzzer.)
+    static File parse(const uint8_t* data, size_t size, const std::filesystem::path& name);
 
     const std::filesystem::path& path() const { return path_; }
     uint32_t version() const { return version_; }
