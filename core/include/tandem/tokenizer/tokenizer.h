@@ -15,7 +15,7 @@
 namespace tandem::tokenizer {
 
 class Tokenizer {
-public:
+  public:
     // Builds the lookup tables and compiles the pre-tokenizer; throws tandem::Error for an
     // unknown Vocab::pre or a vocabulary that cannot work (no tokens, bad merges).
     explicit Tokenizer(Vocab vocab);
@@ -44,7 +44,7 @@ public:
     // The id of a token string as the vocabulary spells it, or -1.
     int32_t find(std::string_view token) const;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

@@ -77,8 +77,11 @@ Vocab load_vocab(const gguf::File& file);
 // Reads a Hugging Face tokenizer folder: tokenizer.json, or vocab.json + merges.txt, or
 // encoder.json + vocab.bpe (GPT-2/OpenAI style); plus tokenizer_config.json (added tokens,
 // special tokens, bos/eos, add_bos_token, chat_template) and special_tokens_map.json when present.
-// Throws tandem::Error naming the file and field when the folder has no usable tokenizer.
-Vocab load_hf_vocab(const std::filesystem::path& folder);
+// The pre-tokenizer comes from tokenizer.json's regexes; without tokenizer.json it is recognised
+// from tokenizer_config.json's tokenizer_class or the vocabulary's first merges (Llama 3, Qwen2,
+// GPT-2), unless pre names it. Throws tandem::Error naming the file and field when the folder has
+// no usable tokenizer or the pre-tokenizer cannot be told.
+Vocab load_hf_vocab(const std::filesystem::path& folder, const std::string& pre = "");
 
 // True when folder holds files load_hf_vocab can read.
 bool has_hf_vocab(const std::filesystem::path& folder);
