@@ -61,7 +61,8 @@ void BackendRegistry::add_unavailable(const std::string& name, const std::string
 
 void BackendRegistry::load_plugins() {
     for (const char* name : {"vulkan", "hip"}) {
-        if (const char* off = std::getenv("TANDEM_DISABLE_BACKENDS"); off && std::string(off).find(name) != std::string::npos) {
+        if (const char* off = std::getenv("TANDEM_DISABLE_BACKENDS");
+            off && std::string(off).find(name) != std::string::npos) {
             add_unavailable(name, "disabled by TANDEM_DISABLE_BACKENDS");
             continue;
         }
@@ -114,8 +115,7 @@ BackendFactory* BackendRegistry::factory(const std::string& name) const {
 
 std::vector<DeviceInfo> BackendRegistry::all_devices() const {
     std::vector<DeviceInfo> all;
-    for (const auto& st : status_)
-        all.insert(all.end(), st.devices.begin(), st.devices.end());
+    for (const auto& st : status_) all.insert(all.end(), st.devices.begin(), st.devices.end());
     return all;
 }
 

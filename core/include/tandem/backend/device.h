@@ -10,15 +10,15 @@ enum class DeviceType { Cpu, DiscreteGpu, IntegratedGpu, VirtualGpu, CpuEmulated
 const char* device_type_name(DeviceType t);  // "cpu", "gpu", "igpu", ...
 
 struct DeviceInfo {
-    std::string backend;       // "cpu", "vulkan", "hip"
-    int index = 0;             // index within its backend (what --device takes)
-    std::string name;          // "AMD Radeon 8060S (RADV GFX1151)", "llvmpipe (LLVM 15.0.7, 256 bits)"
-    std::string driver;        // driver name/version, free text
+    std::string backend;  // "cpu", "vulkan", "hip"
+    int index = 0;        // index within its backend (what --device takes)
+    std::string name;     // "AMD Radeon 8060S (RADV GFX1151)", "llvmpipe (LLVM 15.0.7, 256 bits)"
+    std::string driver;   // driver name/version, free text
     DeviceType type = DeviceType::Cpu;
-    uint64_t memory_total = 0; // bytes usable for weights/KV/scratch
-    uint64_t memory_free = 0;  // bytes free now (budget where the API reports one)
+    uint64_t memory_total = 0;    // bytes usable for weights/KV/scratch
+    uint64_t memory_free = 0;     // bytes free now (budget where the API reports one)
     bool unified_memory = false;  // device memory is host memory (APU, CPU)
-    std::string notes;         // e.g. "ROCm sees only the 512 MiB carve-out; raise ttm.pages_limit"
+    std::string notes;  // e.g. "ROCm sees only the 512 MiB carve-out; raise ttm.pages_limit"
 };
 
 }  // namespace tandem

@@ -13,14 +13,14 @@ namespace tandem {
 class BackendFactory;  // defined in backend.h
 
 struct BackendStatus {
-    std::string name;          // "vulkan"
+    std::string name;  // "vulkan"
     bool available = false;
-    std::string reason;        // why not available ("libvulkan.so.1: cannot open shared object file")
+    std::string reason;  // why not available ("libvulkan.so.1: cannot open shared object file")
     std::vector<DeviceInfo> devices;
 };
 
 class BackendRegistry {
-public:
+  public:
     // The process-wide registry; loads plugins on first use.
     static BackendRegistry& instance();
 
@@ -32,7 +32,7 @@ public:
     void add(std::shared_ptr<BackendFactory> factory);
     void add_unavailable(const std::string& name, const std::string& reason);
 
-private:
+  private:
     BackendRegistry();
     void load_plugins();
     std::vector<BackendStatus> status_;

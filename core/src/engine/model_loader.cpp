@@ -1,0 +1,248 @@
+// Builds a Model from a GGUF file: finds every tensor an architecture needs, checks its shape
+// against the hyper-parameters, and takes this shard's slice of it: row slices are views into the
+// mapping, column slices are copied row by row (whole quant blocks) into buffers the model owns.
+#include <cstring>
+
+#include "tandem/common/error.h"
+#include "tandem/engine/model.h"
+
+namespace tandem::engine {
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+    std::string r = "{";
+    for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+    return r + "}";
+}
+
+class Loader {
+  public:
+    Loader(Model& m, const gguf::File& f) : m_(m), f_(f) {}
+
+    // The whole tensor, checked against `shape` (ggml order). Absent: error, or an empty Weight
+    // when optional.
+    Weight get(const std::string& name, std::vector<int64_t> shape, bool required = true) {
+        const gguf::TensorInfo* t = f_.tensor(name);
+        if (!t) {
+            if (required) throw Error(f_.path().string() + ": tensor '" + name + "' missing");
+            return {};
+        }
+        std::vector<int64_t> have(t->shape.begin(), t->shape.end());
+        while (have.size() < shape.size()) have.push_back(1);
+        if (have != shape)
+            throw Error(f_.path().string() + ": tensor '" + name + "' has shape " +
+                        shape_str(have) + ", expected " + shape_str(shape));
+        Weight w;
+        w.name = name;
+        w.type = t->type;
+        for (size_t i = 0; i < 3; ++i) w.ne[i] = i < shape.size() ? shape[i] : 1;
+        w.data = f_.tensor_data(*t);
+        w.nbytes = t->nbytes;
+        return w;
+    }
+
+    // Slice [b, e) of the outermost dimension (rows, or experts for 3-D): contiguous.
+    static Weight outer(Weight w, int64_t b, int64_t e) {
+        if (!w.present()) return w;
+        const int dim = w.ne[2] > 1 ? 2 : (w.ne[1] > 1 ? 1 : 0);
+        uint64_t unit = 0;  // bytes of one index of that dimension
+        if (dim == 0) {
+            const auto& tr = dtype_traits(w.type);
+            if (b % tr.block_elems || (e % tr.block_elems && e != w.ne[0]))
+                throw Error("tensor '" + w.name + "': slice not in whole blocks");
+            w.data += row_bytes(w.type, static_cast<uint64_t>(b));
+            w.ne[0] = e - b;
+            w.nbytes = row_bytes(w.type, static_cast<uint64_t>(e - b));
+            return w;
+        }
+        unit =
+            row_bytes(w.type, static_cast<uint64_t>(w.ne[0])) * (dim == 2 ? uint64_t(w.ne[1]) : 1);
+        w.data += unit * static_cast<uint64_t>(b);
+        w.ne[dim] = e - b;
+        w.nbytes = unit * static_cast<uint64_t>(e - b);
+        return w;
+    }
+
+    // Columns [b, e) of a 2-D weight: copied row by row.
+    Weight columns(Weight w, int64_t b, int64_t e) {
+        if (!w.present() || (b == 0 && e == w.ne[0])) return w;
+        const auto& tr = dtype_traits(w.type);
+        if (b % tr.block_elems || e % tr.block_elems)
+            throw Error("tensor '" + w.name + "': column slice [" + std::to_string(b) + ", " +
+                        std::to_string(e) + ") not in whole " + std::string(tr.name) + " blocks");
+        const uint64_t src_row = row_bytes(w.type, static_cast<uint64_t>(w.ne[0]));
+        const uint64_t off = row_bytes(w.type, static_cast<uint64_t>(b));
+        const uint64_t len = row_bytes(w.type, static_cast<uint64_t>(e - b));
+        const int64_t rows = w.ne[1] * w.ne[2];
+        auto buf = std::make_unique<uint8_t[]>(len * static_cast<uint64_t>(rows));
+        for (int64_t r = 0; r < rows; ++r)
+            std::memcpy(buf.get() + len * r, w.data + src_row * r + off, len);
+        w.data = buf.get();
+        w.ne[0] = e - b;
+        w.nbytes = len * static_cast<uint64_t>(rows);
+        m_.owned.push_back(std::move(buf));
+        return w;
+    }
+
+  private:
+    Model& m_;
+    const gguf::File& f_;
+};
+
+void load_layers(Model& m, Loader& L) {
+    const HParams& hp = m.hp;
+    const ShardSpec& s = m.shard;
+    const int64_t E = hp.n_embd, hd = hp.head_dim, group = hp.n_head / hp.n_kv_head;
+    const int64_t q_b = s.kv_head_begin * group * hd, q_e = s.kv_head_end * group * hd;
+    const int64_t kv_b = s.kv_head_begin * hd, kv_e = s.kv_head_end * hd;
+    const bool gemma = hp.arch == Arch::Gemma3;
+    const bool qk_norm = hp.arch == Arch::Qwen3 || hp.arch == Arch::Qwen3Moe || gemma;
+    m.layers.resize(static_cast<size_t>(hp.n_layer));
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+        Layer& l = m.layers[static_cast<size_t>(il)];
+        const std::string p = "blk." + std::to_string(il) + ".";
+        l.attn_norm = L.get(p + "attn_norm.weight", {E});
+        l.wq = Loader::outer(L.get(p + "attn_q.weight", {E, hp.n_head * hd}), q_b, q_e);
+        l.wk = Loader::outer(L.get(p + "attn_k.weight", {E, hp.n_kv_head * hd}), kv_b, kv_e);
+        l.wv = Loader::outer(L.get(p + "attn_v.weight", {E, hp.n_kv_head * hd}), kv_b, kv_e);
+        if (hp.arch == Arch::Qwen2) {
+            l.bq = Loader::outer(L.get(p + "attn_q.bias", {hp.n_head * hd}), q_b, q_e);
+            l.bk = Loader::outer(L.get(p + "attn_k.bias", {hp.n_kv_head * hd}), kv_b, kv_e);
+            l.bv = Loader::outer(L.get(p + "attn_v.bias", {hp.n_kv_head * hd}), kv_b, kv_e);
+        }
+        if (qk_norm) {
+            l.q_norm = L.get(p + "attn_q_norm.weight", {hd});
+            l.k_norm = L.get(p + "attn_k_norm.weight", {hd});
+        }
+        l.wo = L.columns(L.get(p + "attn_output.weight", {hp.n_head * hd, E}), q_b, q_e);
+        if (gemma) {
+            l.post_attn_norm = L.get(p + "post_attention_norm.weight", {E});
+            l.post_ffn_norm = L.get(p + "post_ffw_norm.weight", {E});
+        }
+        l.ffn_norm = L.get(p + "ffn_norm.weight", {E});
+        if (hp.arch == Arch::Qwen3Moe) {
+            const int64_t X = hp.n_expert, F = hp.n_ff_exp;
+            l.ffn_router = L.get(p + "ffn_gate_inp.weight", {E, X});
+            l.gate_exps = Loader::outer(L.get(p + "ffn_gate_exps.weight", {E, F, X}),
+                                        s.expert_begin, s.expert_end);
+            l.up_exps = Loader::outer(L.get(p + "ffn_up_exps.weight", {E, F, X}), s.expert_begin,
+                                      s.expert_end);
+            l.down_exps = Loader::outer(L.get(p + "ffn_down_exps.weight", {F, E, X}),
+                                        s.expert_begin, s.expert_end);
+        } else {
+            const int64_t F = hp.n_ff;
+            l.ffn_gate = Loader::outer(L.get(p + "ffn_gate.weight", {E, F}), s.ff_begin, s.ff_end);
+            l.ffn_up = Loader::outer(L.get(p + "ffn_up.weight", {E, F}), s.ff_begin, s.ff_end);
+            l.ffn_down = L.columns(L.get(p + "ffn_down.weight", {F, E}), s.ff_begin, s.ff_end);
+        }
+    }
+}
+
+void assign_slots(Model& m) {
+    int slot = 0;
+    auto take = [&](Weight& w) {
+        if (w.present()) w.slot = slot++;
+    };
+    take(m.tok_embd);
+    take(m.rope_freqs);
+    for (Layer& l : m.layers)
+        for (Weight* w : {&l.attn_norm,
+                          &l.wq,
+                          &l.wk,
+                          &l.wv,
+                          &l.bq,
+                          &l.bk,
+                          &l.bv,
+                          &l.q_norm,
+                          &l.k_norm,
+                          &l.wo,
+                          &l.post_attn_norm,
+                          &l.ffn_norm,
+                          &l.ffn_gate,
+                          &l.ffn_up,
+                          &l.ffn_down,
+                          &l.post_ffn_norm,
+                          &l.ffn_router,
+                          &l.gate_exps,
+                          &l.up_exps,
+                          &l.down_exps})
+            take(*w);
+    take(m.output_norm);
+    // A tied head covering the whole vocabulary is the embedding itself: one upload.
+    if (m.output.data == m.tok_embd.data && m.output.ne == m.tok_embd.ne)
+        m.output.slot = m.tok_embd.slot;
+    else
+        take(m.output);
+}
+
+}  // namespace
+
+std::vector<const Weight*> Model::weights() const {
+    std::vector<const Weight*> all;
+    auto add = [&](const Weight& w) {
+        if (w.present() && (all.empty() || w.slot > all.back()->slot)) all.push_back(&w);
+    };
+    add(tok_embd);
+    add(rope_freqs);
+    for (const Layer& l : layers)
+        for (const Weight* w : {&l.attn_norm,
+                                &l.wq,
+                                &l.wk,
+                                &l.wv,
+                                &l.bq,
+                                &l.bk,
+                                &l.bv,
+                                &l.q_norm,
+                                &l.k_norm,
+                                &l.wo,
+                                &l.post_attn_norm,
+                                &l.ffn_norm,
+                                &l.ffn_gate,
+                                &l.ffn_up,
+                                &l.ffn_down,
+                                &l.post_ffn_norm,
+                                &l.ffn_router,
+                                &l.gate_exps,
+                                &l.up_exps,
+                                &l.down_exps})
+            add(*w);
+    add(output_norm);
+    add(output);
+    return all;
+}
+
+uint64_t Model::weight_bytes() const {
+    uint64_t n = 0;
+    for (const Weight* w : weights()) n += w->nbytes;
+    return n;
+}
+
+std::shared_ptr<Model> load_model(std::shared_ptr<const gguf::File> file, const ShardSpec& shard) {
+    auto m = std::make_shared<Model>();
+    m->file = file;
+    m->hp = read_hparams(*file);
+    m->shard = shard;
+    const HParams& hp = m->hp;
+    if (shard.kv_head_end <= shard.kv_head_begin || shard.kv_head_end > hp.n_kv_head ||
+        shard.vocab_end <= shard.vocab_begin || shard.vocab_end > hp.n_vocab)
+        throw Error(file->path().string() + ": shard ranges outside the model");
+    Loader L(*m, *file);
+    m->tok_embd = L.get("token_embd.weight", {hp.n_embd, hp.n_vocab});
+    m->rope_freqs = L.get("rope_freqs.weight", {hp.n_rot / 2}, false);
+    load_layers(*m, L);
+    m->output_norm = L.get("output_norm.weight", {hp.n_embd});
+    Weight out = L.get("output.weight", {hp.n_embd, hp.n_vocab}, false);
+    if (!out.present()) out = m->tok_embd;  // tied embeddings
+    m->output = Loader::outer(out, shard.vocab_begin, shard.vocab_end);
+    assign_slots(*m);
+    return m;
+}
+
+std::shared_ptr<Model> load_model(const std::filesystem::path& path) {
+    auto file = std::make_shared<gguf::File>(gguf::File::open(path));
+    auto hp = read_hparams(*file);
+    return load_model(file, ShardSpec::whole(hp));
+}
+
+}  // namespace tandem::engine
