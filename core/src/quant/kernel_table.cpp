@@ -29,7 +29,8 @@ bool isa_supported(Isa isa) {
         case Isa::Avx2:
             return f.avx2 && f.fma && f.f16c;
         case Isa::Avx512:
-            return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl;
+            return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl &&
+                   f.avx512vnni;
     }
     return false;
 }

@@ -1,10 +1,55 @@
-// avx512 kernels (placeholder until the SIMD versions land).
+// AVX-512 (F, BW, VL, VNNI) kernels: the 256-bit set with VNNI dot products and mask ops.
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+#include "blocks.h"
 #include "kernels.h"
 
-namespace tandem::quant {
+#if defined(__x86_64__)
+// Everything compiled from here on may use AVX-512; the headers above are compiled for the
+// baseline.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+#include <immintrin.h>
 
-const Kernels* avx512_kernels(DType) {
+namespace tandem::quant {
+namespace avx512 {
+namespace {
+#define TANDEM_QUANT_VNNI 1
+#include "kernels_x86.inc"
+#undef TANDEM_QUANT_VNNI
+
+constexpr Isa kIsa = Isa::Avx512;
+const Kernels kTable[] = {
+    {DType::F32, DType::F32, kIsa, float_dot<F32Weights>, float_tile<F32Weights>},
+    {DType::F16, DType::F32, kIsa, float_dot<F16Weights>, float_tile<F16Weights>},
+    {DType::BF16, DType::F32, kIsa, float_dot<BF16Weights>, float_tile<BF16Weights>},
+    {DType::Q4_0, DType::Q8_0, kIsa, dot_q4_0, dot_q4_0_tile},
+    {DType::Q4_1, DType::Q8_1, kIsa, dot_q4_1, dot_q4_1_tile},
+    {DType::Q5_0, DType::Q8_0, kIsa, dot_q5_0, dot_q5_0_tile},
+    {DType::Q5_1, DType::Q8_1, kIsa, dot_q5_1, dot_q5_1_tile},
+    {DType::Q8_0, DType::Q8_0, kIsa, dot_q8_0, dot_q8_0_tile},
+    {DType::Q4_K, DType::Q8_K, kIsa, dot_q4_k, dot_q4_k_tile},
+    {DType::Q5_K, DType::Q8_K, kIsa, dot_q5_k, dot_q5_k_tile},
+    {DType::Q6_K, DType::Q8_K, kIsa, dot_q6_k, dot_q6_k_tile},
+};
+}  // namespace
+}  // namespace avx512
+
+const Kernels* avx512_kernels(DType weight) {
+    for (const auto& k : avx512::kTable)
+        if (k.type == weight) return &k;
     return nullptr;
 }
 
 }  // namespace tandem::quant
+#pragma GCC pop_options
+
+#else
+namespace tandem::quant {
+const Kernels* avx512_kernels(DType) {
+    return nullptr;
+}
+}  // namespace tandem::quant
+#endif

@@ -43,7 +43,7 @@ void quantize_row_q8_K(const float* x, void* dst, int64_t n);
 // ---- Kernels ----------------------------------------------------------------------------------
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 std::string_view isa_name(Isa isa);  // "scalar", "avx2", "avx512"
-bool isa_supported(Isa isa);         // by this CPU (AVX2 needs FMA+F16C; AVX-512 needs F/BW/VL)
+bool isa_supported(Isa isa);         // by this CPU (AVX2 needs FMA+F16C; AVX-512 needs F/BW/VL/VNNI)
 // The best supported level, lowered by TANDEM_QUANT_ISA if set (read once).
 Isa default_isa();
 
