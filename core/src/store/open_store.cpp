@@ -22,6 +22,12 @@ std::string hex32(int64_t v) {
     return buf;
 }
 
+int64_t pragma_int(sql::Db& db, const char* name) {
+    sql::Statement st(db, std::string("PRAGMA ") + name);
+    if (!st.step()) throw Error("store: " + db.path() + ": PRAGMA " + name + " returned nothing");
+    return st.int64(0);
+}
+
 // Reads the header fields through a read-only connection, so a file we refuse is never written.
 Inspection inspect(const std::string& path) {
     std::error_code ec;
@@ -46,12 +52,8 @@ Inspection inspect(const std::string& path) {
                         sqlite3_errmsg(db.handle()) + "); the file was not changed");
         throw;
     }
-    sql::Statement app(db, "PRAGMA application_id");
-    app.step();
-    int64_t application_id = app.int64(0);
-    sql::Statement uv(db, "PRAGMA user_version");
-    uv.step();
-    int version = int(uv.int64(0));
+    int64_t application_id = pragma_int(db, "application_id");
+    int version = int(pragma_int(db, "user_version"));
 
     if (application_id == 0 && version == 0 && tables.empty()) return {true, 0};
     if (application_id != kApplicationId) {
@@ -124,15 +126,15 @@ std::unique_ptr<ChatStore> ChatStore::open(const std::filesystem::path& path, Op
         configure(w, options.busy_timeout_ms);
         // WAL: readers never block the writer. synchronous=FULL: a committed message survives
         // power loss, not only a crash of the process.
-        sql::Statement wal(w, "PRAGMA journal_mode = WAL");
-        if (!wal.step() || wal.text(0) != "wal")
-            throw Error("store: " + p + ": cannot switch the database to WAL mode");
+        {
+            sql::Statement wal(w, "PRAGMA journal_mode = WAL");
+            if (!wal.step() || wal.text(0) != "wal")
+                throw Error("store: " + p + ": cannot switch the database to WAL mode");
+        }
         w.exec("PRAGMA synchronous = FULL");
         sql::Transaction tx(w);
         // Another process may have created or migrated the file since inspect(): read again.
-        sql::Statement uv(w, "PRAGMA user_version");
-        uv.step();
-        int version = int(uv.int64(0));
+        int version = int(pragma_int(w, "user_version"));
         if (version > kSchemaVersion)
             throw Error("store: " + p + ": written by a newer Tandem (schema version " +
                         std::to_string(version) + ")");
