@@ -1,0 +1,93 @@
+// Matvec (decode) and small-batch matmul (prefill) throughput of the CPU weight kernels on one
+// thread: a 2048-wide input and 8192 output rows, per weight type and kernel level.
+//   bench-quant --benchmark_filter='Matvec/q4_k'
+// Reports weight GB/s (bytes of the weight matrix per second; activations are tiny and cached).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tandem/quant/quant.h"
+
+namespace {
+
+using tandem::DType;
+namespace q = tandem::quant;
+
+constexpr int64_t kIn = 2048, kOut = 8192;
+
+struct Matrix {
+    std::vector<uint8_t> bytes;
+    std::vector<float> x;
+};
+
+const Matrix& matrix(DType t, int64_t n_tokens) {
+    static std::vector<std::pair<std::pair<DType, int64_t>, Matrix>> cache;
+    for (auto& [key, m] : cache)
+        if (key.first == t && key.second == n_tokens) return m;
+    Matrix m;
+    std::mt19937 rng(42);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::vector<float> row(kIn);
+    const size_t rb = tandem::row_bytes(t, kIn);
+    m.bytes.resize(rb * kOut);
+    // Quantising 8192 rows of K-quants takes seconds; the kernels do not care about the values,
+    // so quantise 64 distinct rows and repeat them.
+    for (int64_t r = 0; r < kOut; ++r) {
+        if (r < 64) {
+            for (auto& v : row) v = normal(rng);
+            q::quantize_row(t, row.data(), m.bytes.data() + r * rb, kIn);
+        } else {
+            std::copy_n(m.bytes.data() + (r % 64) * rb, rb, m.bytes.data() + r * rb);
+        }
+    }
+    m.x.resize(kIn * n_tokens);
+    for (auto& v : m.x) v = normal(rng);
+    cache.push_back({{t, n_tokens}, std::move(m)});
+    return cache.back().second;
+}
+
+void run(benchmark::State& state, DType t, q::Isa isa, int64_t n_tokens) {
+    if (!q::isa_supported(isa)) {
+        state.SkipWithError("ISA not supported by this CPU");
+        return;
+    }
+    const Matrix& m = matrix(t, n_tokens);
+    std::vector<float> y(kOut * n_tokens);
+    q::Activations acts;
+    for (auto _ : state) {
+        acts.prepare(t, m.x.data(), kIn, n_tokens);
+        q::matmul(t, m.bytes.data(), kIn, 0, kOut, acts, y.data(), kOut, isa);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GB/s"] = benchmark::Counter(static_cast<double>(m.bytes.size()),
+                                                benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tokens),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+    state.SetLabel(std::string(q::isa_name(q::kernels(t, isa).isa)));
+}
+
+const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
+                        DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                        DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+int register_all() {
+    for (DType t : kTypes) {
+        for (q::Isa isa : {q::Isa::Avx512, q::Isa::Avx2, q::Isa::Scalar}) {
+            const std::string suffix =
+                std::string(tandem::dtype_name(t)) + "/" + std::string(q::isa_name(isa));
+            benchmark::RegisterBenchmark(("Matvec/" + suffix).c_str(), run, t, isa, 1)
+                ->Unit(benchmark::kMillisecond);
+            benchmark::RegisterBenchmark(("Prefill32/" + suffix).c_str(), run, t, isa, 32)
+                ->Unit(benchmark::kMillisecond);
+        }
+    }
+    return 0;
+}
+
+const int registered = register_all();
+
+}  // namespace
+
+BENCHMARK_MAIN();
