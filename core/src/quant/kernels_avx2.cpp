@@ -21,17 +21,12 @@ namespace {
 
 constexpr Isa kIsa = Isa::Avx2;
 const Kernels kTable[] = {
-    {DType::F32, DType::F32, kIsa, float_dot<F32Weights>, float_tile<F32Weights>},
-    {DType::F16, DType::F32, kIsa, float_dot<F16Weights>, float_tile<F16Weights>},
-    {DType::BF16, DType::F32, kIsa, float_dot<BF16Weights>, float_tile<BF16Weights>},
-    {DType::Q4_0, DType::Q8_0, kIsa, dot_q4_0, dot_q4_0_tile},
-    {DType::Q4_1, DType::Q8_1, kIsa, dot_q4_1, dot_q4_1_tile},
-    {DType::Q5_0, DType::Q8_0, kIsa, dot_q5_0, dot_q5_0_tile},
-    {DType::Q5_1, DType::Q8_1, kIsa, dot_q5_1, dot_q5_1_tile},
-    {DType::Q8_0, DType::Q8_0, kIsa, dot_q8_0, dot_q8_0_tile},
-    {DType::Q4_K, DType::Q8_K, kIsa, dot_q4_k, dot_q4_k_tile},
-    {DType::Q5_K, DType::Q8_K, kIsa, dot_q5_k, dot_q5_k_tile},
-    {DType::Q6_K, DType::Q8_K, kIsa, dot_q6_k, dot_q6_k_tile},
+    TANDEM_ENTRY(F32, F32, F32K),    TANDEM_ENTRY(F16, F32, F16K),
+    TANDEM_ENTRY(BF16, F32, BF16K),  TANDEM_ENTRY(Q4_0, Q8_0, Q4_0K),
+    TANDEM_ENTRY(Q4_1, Q8_1, Q4_1K), TANDEM_ENTRY(Q5_0, Q8_0, Q5_0K),
+    TANDEM_ENTRY(Q5_1, Q8_1, Q5_1K), TANDEM_ENTRY(Q8_0, Q8_0, Q8_0K),
+    TANDEM_ENTRY(Q4_K, Q8_K, Q4_KK), TANDEM_ENTRY(Q5_K, Q8_K, Q5_KK),
+    TANDEM_ENTRY(Q6_K, Q8_K, Q6_KK),
 };
 }  // namespace
 }  // namespace avx2
