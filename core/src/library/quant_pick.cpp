@@ -151,8 +151,11 @@ std::vector<QuantGroup> group_gguf_files(const std::vector<RepoFile>& files) {
 const QuantGroup& pick_quant(const std::vector<QuantGroup>& groups, const std::string& quant,
                              const std::string& repo) {
     auto available = [&] {
+        std::vector<std::string> names;
+        for (const auto& g : groups) names.push_back(g.quant);
+        std::sort(names.begin(), names.end());
         std::string s;
-        for (const auto& g : groups) s += (s.empty() ? "" : ", ") + g.quant;
+        for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
         return s.empty() ? std::string("none") : s;
     };
     if (groups.empty()) throw Error("hf: " + repo + " has no GGUF files");
