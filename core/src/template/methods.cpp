@@ -17,7 +17,7 @@ Value method(const std::string& name, Fn fn) {
     return Value::callable(name, std::move(fn));
 }
 
-const std::string& need_str(const Value& v, const std::string& fn, const char* what) {
+std::string need_str(const Value& v, const std::string& fn, const char* what) {
     if (!v.is_string()) throw EvalError(fn + "() " + what + " must be str, not " + v.type_name());
     return v.str_data();
 }
@@ -47,9 +47,9 @@ Value string_method(const Value& self, const std::string& name) {
             ArgReader r(a, name);
             Value sep = r.get(0, "sep", Value::none());
             int64_t maxsplit = need_int(r.get(1, "maxsplit", Value::integer(-1)), name);
+            std::string sep_text = sep.is_none() ? std::string() : need_str(sep, name, "separator");
             std::vector<std::string> parts =
-                py_split(s, sep.is_none() ? nullptr : &need_str(sep, name, "separator"), maxsplit,
-                         name == "rsplit");
+                py_split(s, sep.is_none() ? nullptr : &sep_text, maxsplit, name == "rsplit");
             std::vector<Value> out;
             for (auto& p : parts) out.push_back(Value::string(std::move(p)));
             return Value::list(std::move(out));
@@ -68,7 +68,7 @@ Value string_method(const Value& self, const std::string& name) {
             Value arg = r.get(0, "prefix");
             std::vector<Value> options = arg.is_tuple() ? arg.items() : std::vector<Value>{arg};
             for (const auto& o : options) {
-                const std::string& p = need_str(o, name, "argument");
+                const std::string p = need_str(o, name, "argument");
                 bool hit =
                     name == "startswith"
                         ? s.compare(0, p.size(), p) == 0 && s.size() >= p.size()
@@ -86,8 +86,8 @@ Value string_method(const Value& self, const std::string& name) {
     if (name == "replace") {
         return method(name, [s, name](CallArgs& a) {
             ArgReader r(a, name);
-            const std::string& old = need_str(r.get(0, "old"), name, "argument 1");
-            const std::string& repl = need_str(r.get(1, "new"), name, "argument 2");
+            const std::string old = need_str(r.get(0, "old"), name, "argument 1");
+            const std::string repl = need_str(r.get(1, "new"), name, "argument 2");
             int64_t count = need_int(r.get(2, "count", Value::integer(-1)), name);
             return Value::string(py_replace(s, old, repl, count));
         });
@@ -96,7 +96,7 @@ Value string_method(const Value& self, const std::string& name) {
         name == "count") {
         return method(name, [s, name](CallArgs& a) {
             ArgReader r(a, name);
-            const std::string& sub = need_str(r.get(0, "sub"), name, "argument");
+            const std::string sub = need_str(r.get(0, "sub"), name, "argument");
             if (name == "count") return Value::integer(py_count(s, sub));
             size_t at = name[0] == 'r' ? s.rfind(sub) : s.find(sub);
             if (at == std::string::npos) {
