@@ -1,4 +1,5 @@
-// AVX-512 (F, BW, VL, VNNI) kernels: the 256-bit set with VNNI dot products and mask ops.
+// AVX-512 (F, BW, VL, VNNI) kernels: 512-bit versions of the hot types (kernels_x86_512.inc),
+// the 256-bit set with VNNI dot products for the rest.
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,11 @@
 // baseline.
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+// GCC 12's _mm512_undefined_*() (used inside many AVX-512 intrinsics) initialise a variable
+// with itself, which -Wuninitialized reports wherever they are inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 namespace tandem::quant {
@@ -18,16 +24,17 @@ namespace avx512 {
 namespace {
 #define TANDEM_QUANT_VNNI 1
 #include "kernels_x86.inc"
+#include "kernels_x86_512.inc"
 #undef TANDEM_QUANT_VNNI
 
 constexpr Isa kIsa = Isa::Avx512;
 const Kernels kTable[] = {
-    TANDEM_ENTRY(F32, F32, F32K),    TANDEM_ENTRY(F16, F32, F16K),
-    TANDEM_ENTRY(BF16, F32, BF16K),  TANDEM_ENTRY(Q4_0, Q8_0, Q4_0K),
-    TANDEM_ENTRY(Q4_1, Q8_1, Q4_1K), TANDEM_ENTRY(Q5_0, Q8_0, Q5_0K),
-    TANDEM_ENTRY(Q5_1, Q8_1, Q5_1K), TANDEM_ENTRY(Q8_0, Q8_0, Q8_0K),
-    TANDEM_ENTRY(Q4_K, Q8_K, Q4_KK), TANDEM_ENTRY(Q5_K, Q8_K, Q5_KK),
-    TANDEM_ENTRY(Q6_K, Q8_K, Q6_KK),
+    TANDEM_ENTRY(F32, F32, F32K512),    TANDEM_ENTRY(F16, F32, F16K512),
+    TANDEM_ENTRY(BF16, F32, BF16K512),  TANDEM_ENTRY(Q4_0, Q8_0, Q4_0K512),
+    TANDEM_ENTRY(Q4_1, Q8_1, Q4_1K),    TANDEM_ENTRY(Q5_0, Q8_0, Q5_0K512),
+    TANDEM_ENTRY(Q5_1, Q8_1, Q5_1K),    TANDEM_ENTRY(Q8_0, Q8_0, Q8_0K512),
+    TANDEM_ENTRY(Q4_K, Q8_K, Q4_KK512), TANDEM_ENTRY(Q5_K, Q8_K, Q5_KK),
+    TANDEM_ENTRY(Q6_K, Q8_K, Q6_KK512),
 };
 }  // namespace
 }  // namespace avx512
@@ -39,6 +46,7 @@ const Kernels* avx512_kernels(DType weight) {
 }
 
 }  // namespace tandem::quant
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 
 #else

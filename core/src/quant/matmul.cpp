@@ -34,7 +34,7 @@ Activations::~Activations() = default;
 Activations::Activations(Activations&&) noexcept = default;
 Activations& Activations::operator=(Activations&&) noexcept = default;
 
-void Activations::prepare(DType weight, const float* x, int64_t n_in, int64_t n_tokens) {
+void Activations::prepare(DType weight, const float* x, int64_t n_in, int64_t n_tokens, Isa isa) {
     const DType fmt = act_type(weight);
     const auto& tr = dtype_traits(fmt);
     if (n_in <= 0 || n_tokens < 0 || n_in % tr.block_elems != 0)
@@ -55,12 +55,7 @@ void Activations::prepare(DType weight, const float* x, int64_t n_in, int64_t n_
     for (int64_t t = 0; t < n_tokens; ++t) {
         const float* src = x + t * n_in;
         void* dst = out + static_cast<size_t>(t) * row_stride_;
-        if (fmt == DType::Q8_0)
-            quantize_row_q8_0(src, dst, n_in);
-        else if (fmt == DType::Q8_1)
-            quantize_row_q8_1(src, dst, n_in);
-        else
-            quantize_row_q8_K(src, dst, n_in);
+        quantize_act_row(fmt, src, dst, n_in, isa);
     }
     data_ = out;
 }
@@ -98,7 +93,7 @@ void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t ro
 void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t row_end,
             const float* x, int64_t n_tokens, float* y, int64_t y_stride, Isa isa) {
     Activations acts;
-    acts.prepare(wt, x, n_in, n_tokens);
+    acts.prepare(wt, x, n_in, n_tokens, isa);
     matmul(wt, w, n_in, row_begin, row_end, acts, y, y_stride, isa);
 }
 

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <string>
 
+#include "act_quant.h"
 #include "dequantize.h"
 #include "tandem/common/error.h"
 #include "tandem/quant/quant.h"
@@ -119,17 +120,29 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
     f(src, dst, n);
 }
 
+void quantize_act_row(DType format, const float* x, void* dst, int64_t n, Isa isa) {
+    check_length("activation quantiser", format, n);
+    const bool simd = isa != Isa::Scalar && isa_supported(Isa::Avx2);
+    switch (format) {
+        case DType::Q8_0:
+            return (simd ? avx2::quant_q8_0 : scalar::quant_q8_0)(x, dst, n);
+        case DType::Q8_1:
+            return (simd ? avx2::quant_q8_1 : scalar::quant_q8_1)(x, dst, n);
+        case DType::Q8_K:
+            return (simd ? avx2::quant_q8_k : scalar::quant_q8_k)(x, dst, n);
+        default:
+            throw Error("quant: " + type_label(format) + " is not an activation format");
+    }
+}
+
 void quantize_row_q8_0(const float* x, void* dst, int64_t n) {
-    check_length("quantize_row_q8_0", DType::Q8_0, n);
-    scalar::quant_q8_0(x, dst, n);
+    quantize_act_row(DType::Q8_0, x, dst, n, default_isa());
 }
 void quantize_row_q8_1(const float* x, void* dst, int64_t n) {
-    check_length("quantize_row_q8_1", DType::Q8_1, n);
-    scalar::quant_q8_1(x, dst, n);
+    quantize_act_row(DType::Q8_1, x, dst, n, default_isa());
 }
 void quantize_row_q8_K(const float* x, void* dst, int64_t n) {
-    check_length("quantize_row_q8_K", DType::Q8_K, n);
-    scalar::quant_q8_k(x, dst, n);
+    quantize_act_row(DType::Q8_K, x, dst, n, default_isa());
 }
 
 DType act_type(DType weight) {

@@ -17,6 +17,9 @@
 
 namespace tandem::quant {
 
+// Kernel levels (see default_isa() below).
+enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+
 // ---- Rows -------------------------------------------------------------------------------------
 // n is the element count of the row; it must be a multiple of the type's block size. Unsupported
 // types and bad n throw tandem::Error naming the type.
@@ -39,11 +42,13 @@ void quantize_row_q8_1(const float* x, void* dst, int64_t n);
 // q8_K: 256 per block, f32 d = -max/127 (signed, as ggml), int8 q[256], int16 bsums[16] (sums of
 // each 16 q).
 void quantize_row_q8_K(const float* x, void* dst, int64_t n);
+// Any of the three by format (DType::Q8_0, Q8_1, Q8_K) with the code of a given kernel level;
+// every level writes the same bytes (ggml's reference quantisers).
+void quantize_act_row(DType format, const float* x, void* dst, int64_t n, Isa isa);
 
 // ---- Kernels ----------------------------------------------------------------------------------
-enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 std::string_view isa_name(Isa isa);  // "scalar", "avx2", "avx512"
-bool isa_supported(Isa isa);         // by this CPU (AVX2 needs FMA+F16C; AVX-512 needs F/BW/VL/VNNI)
+bool isa_supported(Isa isa);  // by this CPU (AVX2 needs FMA+F16C; AVX-512 needs F/BW/VL/VNNI)
 // The best supported level, lowered by TANDEM_QUANT_ISA if set (read once).
 Isa default_isa();
 
@@ -78,7 +83,9 @@ class Activations {
     Activations(Activations&&) noexcept;
     Activations& operator=(Activations&&) noexcept;
 
-    void prepare(DType weight, const float* x, int64_t n_in, int64_t n_tokens);
+    // isa picks the quantiser code (all levels give the same bytes).
+    void prepare(DType weight, const float* x, int64_t n_in, int64_t n_tokens,
+                 Isa isa = default_isa());
 
     DType format() const { return format_; }
     int64_t n_in() const { return n_in_; }
