@@ -1,5 +1,6 @@
 // AVX2 + FMA + F16C kernels (x86-64 since Haswell).
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 

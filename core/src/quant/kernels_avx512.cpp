@@ -1,6 +1,7 @@
 // AVX-512 (F, BW, VL, VNNI) kernels: 512-bit versions of the hot types (kernels_x86_512.inc),
 // the 256-bit set with VNNI dot products for the rest.
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -30,9 +31,9 @@ namespace {
 constexpr Isa kIsa = Isa::Avx512;
 const Kernels kTable[] = {
     TANDEM_ENTRY(F32, F32, F32K512),    TANDEM_ENTRY(F16, F32, F16K512),
-    TANDEM_ENTRY(BF16, F32, BF16K512),  TANDEM_ENTRY(Q4_0, Q8_0, Q4_0K512),
-    TANDEM_ENTRY(Q4_1, Q8_1, Q4_1K),    TANDEM_ENTRY(Q5_0, Q8_0, Q5_0K512),
-    TANDEM_ENTRY(Q5_1, Q8_1, Q5_1K),    TANDEM_ENTRY(Q8_0, Q8_0, Q8_0K512),
+    TANDEM_ENTRY(BF16, F32, BF16K512),  TANDEM_ENTRY(Q4_0, Q8_0, Q4_0K),
+    TANDEM_ENTRY(Q4_1, Q8_1, Q4_1K),    TANDEM_ENTRY(Q5_0, Q8_0, Q5_0K),
+    TANDEM_ENTRY(Q5_1, Q8_1, Q5_1K),    TANDEM_ENTRY(Q8_0, Q8_0, Q8_0K),
     TANDEM_ENTRY(Q4_K, Q8_K, Q4_KK512), TANDEM_ENTRY(Q5_K, Q8_K, Q5_KK),
     TANDEM_ENTRY(Q6_K, Q8_K, Q6_KK512),
 };
