@@ -32,12 +32,12 @@ inline std::string file_bytes(const std::filesystem::path& p) {
 }
 
 // Rows of a query as strings ("NULL" for null), columns joined by '|', through a separate
-// read-only connection.
-inline std::vector<std::string> sql_rows(const std::filesystem::path& db_path,
-                                         const std::string& q) {
+// connection (read-only unless `flags` say otherwise).
+inline std::vector<std::string> sql_rows(const std::filesystem::path& db_path, const std::string& q,
+                                         int flags = SQLITE_OPEN_READONLY) {
     sqlite3* db = nullptr;
     std::vector<std::string> rows;
-    if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    if (sqlite3_open_v2(db_path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
         ADD_FAILURE() << "cannot open " << db_path << ": " << sqlite3_errmsg(db);
         sqlite3_close(db);
         return rows;
@@ -62,8 +62,9 @@ inline std::vector<std::string> sql_rows(const std::filesystem::path& db_path,
     return rows;
 }
 
-inline std::string sql_one(const std::filesystem::path& db_path, const std::string& q) {
-    auto rows = sql_rows(db_path, q);
+inline std::string sql_one(const std::filesystem::path& db_path, const std::string& q,
+                           int flags = SQLITE_OPEN_READONLY) {
+    auto rows = sql_rows(db_path, q, flags);
     return rows.empty() ? std::string("<no row>") : rows[0];
 }
 
