@@ -83,6 +83,10 @@ Vocab load_vocab(const gguf::File& file);
 // no usable tokenizer or the pre-tokenizer cannot be told.
 Vocab load_hf_vocab(const std::filesystem::path& folder, const std::string& pre = "");
 
+// The vocabulary of a model given by path: a GGUF file (load_vocab) or a Hugging Face folder
+// (load_hf_vocab). Throws tandem::Error naming the path when it is neither.
+Vocab load_model_vocab(const std::filesystem::path& model);
+
 // True when folder holds files load_hf_vocab can read.
 bool has_hf_vocab(const std::filesystem::path& folder);
 
