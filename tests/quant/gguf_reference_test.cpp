@@ -189,6 +189,15 @@ TEST_F(GgufReference, QuantizeMatchesBitForBit) {
                               << " gguf " << int(r.expected[i]);
             }
         }
+        // q8_0 is also the activation format: its SIMD quantisers must give the same bytes.
+        if (c.type == DType::Q8_0) {
+            for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+                if (!isa_supported(isa)) continue;
+                std::vector<uint8_t> act(got.size());
+                quantize_act_row(DType::Q8_0, x.data(), act.data(), n, isa);
+                EXPECT_EQ(act, r.expected) << "activation quantiser, " << isa_name(isa);
+            }
+        }
     }
 }
 
