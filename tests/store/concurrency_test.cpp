@@ -17,7 +17,7 @@ TEST(StoreConcurrency, ReadersSeeCommittedTextGrowWhileAGenerationWrites) {
     store->append_user_message(c, "go");
     auto stream = store->begin_assistant_message(c, "m");
     const int64_t id = stream.id();
-    constexpr int kPieces = 300;
+    constexpr int kPieces = 120;
     std::atomic<bool> done{false};
     std::atomic<int> reads{0}, errors{0}, regressions{0};
     auto reader = [&] {
@@ -54,7 +54,7 @@ TEST(StoreConcurrency, TwoStoresOnOneFileBothCommitEverything) {
     auto a = ChatStore::open(dir / "c.db");
     auto b = ChatStore::open(dir / "c.db");
     int64_t c = a->create_conversation({"shared"});
-    constexpr int kEach = 100;
+    constexpr int kEach = 40;
     auto writer = [&](ChatStore& s, const std::string& tag) {
         for (int i = 0; i < kEach; ++i) {
             int64_t conv = s.create_conversation({tag + std::to_string(i)});

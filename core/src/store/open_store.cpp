@@ -235,6 +235,8 @@ std::unique_ptr<ChatStore> ChatStore::open(const std::filesystem::path& path, Op
 
 std::filesystem::path ChatStore::default_path() {
     if (const char* e = std::getenv("TANDEM_CHATS_DB"); e && *e) return e;
+    if (const char* h = std::getenv("TANDEM_HOME"); h && *h)
+        return std::filesystem::path(h) / "chats.db";
     if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x)
         return std::filesystem::path(x) / "tandem" / "chats.db";
     const char* home = std::getenv("HOME");

@@ -42,7 +42,8 @@ class ChatStore {
     static std::unique_ptr<ChatStore> open(const std::filesystem::path& path) {
         return open(path, Options{});
     }
-    // $TANDEM_CHATS_DB, else $XDG_DATA_HOME/tandem/chats.db, else ~/.local/share/tandem/chats.db.
+    // $TANDEM_CHATS_DB, else $TANDEM_HOME/chats.db, else $XDG_DATA_HOME/tandem/chats.db, else
+    // ~/.local/share/tandem/chats.db.
     static std::filesystem::path default_path();
 
     ~ChatStore();
