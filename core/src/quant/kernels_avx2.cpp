@@ -1,4 +1,5 @@
 // AVX2 + FMA + F16C kernels (x86-64 since Haswell).
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>

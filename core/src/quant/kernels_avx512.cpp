@@ -1,5 +1,6 @@
 // AVX-512 (F, BW, VL, VNNI) kernels: 512-bit versions of the hot types (kernels_x86_512.inc),
 // the 256-bit set with VNNI dot products for the rest.
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>

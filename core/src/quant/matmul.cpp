@@ -78,14 +78,20 @@ void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t ro
             y[r] = k.vec_dot(n_in, wb + static_cast<size_t>(r) * w_stride, x.row(0));
         return;
     }
-    // Rows outer: each weight row comes from memory once; the activations stay in cache.
+    // Blocks of rows small enough to stay in L1 (~16 KiB) next to one token tile: each weight
+    // row comes from memory once, and each token tile's activations are read from L1 by every
+    // row of the block instead of from L2 by every row of the matrix.
+    const int64_t rows_per_block = std::max<int64_t>(1, static_cast<int64_t>(16384 / w_stride));
     float out[kMaxTokenTile];
-    for (int64_t r = row_begin; r < row_end; ++r) {
-        const void* wr = wb + static_cast<size_t>(r) * w_stride;
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += rows_per_block) {
+        const int64_t r1 = std::min(row_end, r0 + rows_per_block);
         for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokenTile) {
             const int nt = static_cast<int>(std::min<int64_t>(kMaxTokenTile, n_tokens - t0));
-            k.vec_dot_tile(n_in, wr, x.row(t0), x.row_stride(), nt, out);
-            for (int j = 0; j < nt; ++j) y[(t0 + j) * y_stride + r] = out[j];
+            for (int64_t r = r0; r < r1; ++r) {
+                k.vec_dot_tile(n_in, wb + static_cast<size_t>(r) * w_stride, x.row(t0),
+                               x.row_stride(), nt, out);
+                for (int j = 0; j < nt; ++j) y[(t0 + j) * y_stride + r] = out[j];
+            }
         }
     }
 }
