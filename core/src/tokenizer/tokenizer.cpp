@@ -146,6 +146,22 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
     return out;
 }
 
+std::vector<std::string_view> Tokenizer::pre_tokenize(std::string_view text,
+                                                      bool parse_special) const {
+    const Impl& m = *impl_;
+    std::vector<std::string_view> out;
+    const SpecialMatcher& matcher = parse_special ? m.all_special : m.user_defined;
+    for (const auto& f : matcher.split(text)) {
+        const std::string_view part = text.substr(f.begin, f.end - f.begin);
+        if (f.token >= 0 || m.spm) {
+            out.push_back(part);
+            continue;
+        }
+        for (const auto& [b, e] : m.pre->split(part)) out.push_back(part.substr(b, e - b));
+    }
+    return out;
+}
+
 std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     const Vocab& v = impl_->vocab;
     const std::string& text = v.token(id);

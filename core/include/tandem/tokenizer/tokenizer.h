@@ -41,6 +41,12 @@ class Tokenizer {
     // The bytes one token stands for (no space stripping); may be part of a UTF-8 character.
     std::string token_to_piece(int32_t id, bool render_special = true) const;
 
+    // How encode cuts text before merging: special tokens (as with parse_special) and, for
+    // byte-level BPE, the pre-tokenizer's pieces. SentencePiece pieces are the text between
+    // special tokens. For inspection and tests; the pieces concatenate back to text.
+    std::vector<std::string_view> pre_tokenize(std::string_view text,
+                                               bool parse_special = false) const;
+
     // The id of a token string as the vocabulary spells it, or -1.
     int32_t find(std::string_view token) const;
 
