@@ -10,16 +10,24 @@ namespace {
 constexpr const char* kMagics[] = {"TNDP", "TNDC", "TNDI", "TNDE"};
 }
 
-const char* record_magic(RecordKind kind) { return kMagics[int(kind)]; }
+const char* record_magic(RecordKind kind) {
+    return kMagics[int(kind)];
+}
 
 const char* refusal_name(RefusalCode code) {
     switch (code) {
-        case RefusalCode::NotPaired: return "not paired";
-        case RefusalCode::WrongCode: return "wrong pairing code";
-        case RefusalCode::PairingUnavailable: return "pairing unavailable";
-        case RefusalCode::VersionMismatch: return "incompatible protocol version";
-        case RefusalCode::Replay: return "replayed handshake";
-        case RefusalCode::BadMessage: return "malformed message";
+        case RefusalCode::NotPaired:
+            return "not paired";
+        case RefusalCode::WrongCode:
+            return "wrong pairing code";
+        case RefusalCode::PairingUnavailable:
+            return "pairing unavailable";
+        case RefusalCode::VersionMismatch:
+            return "incompatible protocol version";
+        case RefusalCode::Replay:
+            return "replayed handshake";
+        case RefusalCode::BadMessage:
+            return "malformed message";
     }
     return "unknown refusal";
 }
@@ -31,11 +39,13 @@ std::pair<RecordKind, size_t> parse_record_header(std::span<const uint8_t, 6> he
     if (kind < 0) throw Error("record: unknown magic (not a Tandem peer)");
     size_t len = size_t(header[4]) << 8 | header[5];
     if (len > kMaxRecordBody)
-        throw Error("record: body length " + std::to_string(len) + " exceeds " + std::to_string(kMaxRecordBody));
+        throw Error("record: body length " + std::to_string(len) + " exceeds " +
+                    std::to_string(kMaxRecordBody));
     return {RecordKind(kind), len};
 }
 
-void write_record(Socket& s, RecordKind kind, std::span<const uint8_t> body, Clock::time_point deadline) {
+void write_record(Socket& s, RecordKind kind, std::span<const uint8_t> body,
+                  Clock::time_point deadline) {
     if (body.size() > kMaxRecordBody) throw Error("record: body too large to send");
     std::vector<uint8_t> buf(6 + body.size());
     std::memcpy(buf.data(), record_magic(kind), 4);
@@ -76,7 +86,8 @@ Refusal parse_refusal(std::span<const uint8_t> body) {
 
 void send_refusal(Socket& s, RefusalCode code, const std::string& message) {
     try {
-        write_record(s, RecordKind::Refusal, encode_refusal({code, message}), Clock::now() + Millis(1000));
+        write_record(s, RecordKind::Refusal, encode_refusal({code, message}),
+                     Clock::now() + Millis(1000));
     } catch (const std::exception&) {
     }
 }

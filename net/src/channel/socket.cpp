@@ -46,11 +46,13 @@ HostPort parse_host_port(std::string_view text, uint16_t default_port) {
     std::string_view port_text;
     if (!text.empty() && text.front() == '[') {
         auto close = text.find(']');
-        if (close == std::string_view::npos) throw Error("address '" + std::string(text) + "': missing ']'");
+        if (close == std::string_view::npos)
+            throw Error("address '" + std::string(text) + "': missing ']'");
         hp.host = std::string(text.substr(1, close - 1));
         auto rest = text.substr(close + 1);
         if (!rest.empty()) {
-            if (rest.front() != ':') throw Error("address '" + std::string(text) + "': expected ':' after ']'");
+            if (rest.front() != ':')
+                throw Error("address '" + std::string(text) + "': expected ':' after ']'");
             port_text = rest.substr(1);
         }
     } else {
@@ -70,7 +72,8 @@ HostPort parse_host_port(std::string_view text, uint16_t default_port) {
         unsigned long v = 0;
         for (char c : port_text) {
             if (c < '0' || c > '9' || v > 65535)
-                throw Error("address '" + std::string(text) + "': bad port '" + std::string(port_text) + "'");
+                throw Error("address '" + std::string(text) + "': bad port '" +
+                            std::string(port_text) + "'");
             v = v * 10 + unsigned(c - '0');
         }
         if (v == 0 || v > 65535)
@@ -86,21 +89,25 @@ std::string sockaddr_to_string(const void* sa_ptr, bool with_port) {
     if (sa->sa_family == AF_INET) {
         auto* in = static_cast<const sockaddr_in*>(sa_ptr);
         inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
-        return with_port ? std::string(buf) + ":" + std::to_string(ntohs(in->sin_port)) : std::string(buf);
+        return with_port ? std::string(buf) + ":" + std::to_string(ntohs(in->sin_port))
+                         : std::string(buf);
     }
     if (sa->sa_family == AF_INET6) {
         auto* in6 = static_cast<const sockaddr_in6*>(sa_ptr);
         // A v4-mapped address (dual-stack listener) reads better as plain IPv4.
         if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
             inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], buf, sizeof buf);
-            return with_port ? std::string(buf) + ":" + std::to_string(ntohs(in6->sin6_port)) : std::string(buf);
+            return with_port ? std::string(buf) + ":" + std::to_string(ntohs(in6->sin6_port))
+                             : std::string(buf);
         }
         inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
         std::string host = buf;
         if (in6->sin6_scope_id) {
             char ifname[IF_NAMESIZE] = {};
-            if (if_indextoname(in6->sin6_scope_id, ifname)) host += std::string("%") + ifname;
-            else host += "%" + std::to_string(in6->sin6_scope_id);
+            if (if_indextoname(in6->sin6_scope_id, ifname))
+                host += std::string("%") + ifname;
+            else
+                host += "%" + std::to_string(in6->sin6_scope_id);
         }
         return with_port ? "[" + host + "]:" + std::to_string(ntohs(in6->sin6_port)) : host;
     }
@@ -108,8 +115,12 @@ std::string sockaddr_to_string(const void* sa_ptr, bool with_port) {
 }
 
 Socket::Socket(int fd) : fd_(fd) {}
-Socket::~Socket() { close(); }
-Socket::Socket(Socket&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+Socket::~Socket() {
+    close();
+}
+Socket::Socket(Socket&& o) noexcept : fd_(o.fd_) {
+    o.fd_ = -1;
+}
 Socket& Socket::operator=(Socket&& o) noexcept {
     if (this != &o) {
         close();
@@ -140,7 +151,8 @@ Socket Socket::connect(const HostPort& to, Millis timeout) {
     if (rc != 0) throw Error("cannot resolve '" + to.host + "': " + gai_strerror(rc));
     std::string last_error = "no address";
     for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-        int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                          ai->ai_protocol);
         if (fd < 0) continue;
         Socket s(fd);
         if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
@@ -167,14 +179,16 @@ Socket Socket::connect(const HostPort& to, Millis timeout) {
     }
     ::freeaddrinfo(res);
     if (last_error == "timed out")
-        throw TimeoutError("connect to " + to.str() + ": timed out after " + std::to_string(timeout.count()) + " ms");
+        throw TimeoutError("connect to " + to.str() + ": timed out after " +
+                           std::to_string(timeout.count()) + " ms");
     throw Error("connect to " + to.str() + ": " + last_error);
 }
 
 void Socket::write_all(std::span<const uint8_t> data, Clock::time_point deadline) {
     size_t done = 0;
     while (done < data.size()) {
-        ssize_t n = ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n =
+            ::send(fd_, data.data() + done, data.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             done += size_t(n);
             continue;
@@ -211,12 +225,15 @@ void Socket::read_exact(std::span<uint8_t> data, Clock::time_point deadline) {
     }
 }
 
-bool Socket::wait_readable(Millis timeout) const { return wait_for(fd_, POLLIN, Clock::now() + timeout); }
+bool Socket::wait_readable(Millis timeout) const {
+    return wait_for(fd_, POLLIN, Clock::now() + timeout);
+}
 
 std::string Socket::peer_address() const {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
-    if (fd_ < 0 || ::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "(unconnected)";
+    if (fd_ < 0 || ::getpeername(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0)
+        return "(unconnected)";
     return sockaddr_to_string(&ss);
 }
 
@@ -262,10 +279,13 @@ Listener::Listener(uint16_t port, const std::string& bind_host) {
         return true;
     };
     if (!try_bind(AF_INET6) && !try_bind(AF_INET))
-        throw Error("cannot listen on TCP port " + std::to_string(port) + ": " + std::strerror(errno));
+        throw Error("cannot listen on TCP port " + std::to_string(port) + ": " +
+                    std::strerror(errno));
 }
 
-Listener::~Listener() { close(); }
+Listener::~Listener() {
+    close();
+}
 
 void Listener::close() {
     if (fd_ >= 0) {

@@ -76,12 +76,14 @@ Beacon parse_beacon(std::span<const uint8_t> datagram) {
     b.rdma_gid = r.fixed<16>("rdma_gid");
     b.sequence = r.u64("sequence");
     size_t n_backends = r.u8("backend count");
-    if (n_backends > kMaxBeaconBackends) r.fail("backend count", std::to_string(n_backends) + " is too many");
+    if (n_backends > kMaxBeaconBackends)
+        r.fail("backend count", std::to_string(n_backends) + " is too many");
     for (size_t i = 0; i < n_backends; ++i) {
         BeaconBackend be;
         be.name = r.str8("backend name", 32);
         size_t n_dev = r.u8("device count");
-        if (n_dev > kMaxBeaconDevices) r.fail("device count", std::to_string(n_dev) + " is too many");
+        if (n_dev > kMaxBeaconDevices)
+            r.fail("device count", std::to_string(n_dev) + " is too many");
         for (size_t k = 0; k < n_dev; ++k) {
             BeaconDevice d;
             d.name = r.str8("device name");

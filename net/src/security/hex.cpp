@@ -22,7 +22,8 @@ static int hex_value(char c) {
     return -1;
 }
 
-std::vector<uint8_t> from_hex(const std::string& text, size_t expected_len, const std::string& field) {
+std::vector<uint8_t> from_hex(const std::string& text, size_t expected_len,
+                              const std::string& field) {
     if (text.size() != expected_len * 2)
         throw Error(field + ": expected " + std::to_string(expected_len * 2) + " hex digits, got " +
                     std::to_string(text.size()));

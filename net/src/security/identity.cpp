@@ -51,13 +51,16 @@ fs::path default_home() {
     if (const char* h = std::getenv("TANDEM_HOME"); h && *h) return fs::path(h);
     if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return fs::path(x) / "tandem";
     const char* home = std::getenv("HOME");
-    if (!home || !*home) throw Error("neither TANDEM_HOME nor HOME is set; cannot locate the identity");
+    if (!home || !*home)
+        throw Error("neither TANDEM_HOME nor HOME is set; cannot locate the identity");
     return fs::path(home) / ".local" / "share" / "tandem";
 }
 
-bool verify_signature(const Key32& sign_pk, std::span<const uint8_t> message, const Signature& sig) {
+bool verify_signature(const Key32& sign_pk, std::span<const uint8_t> message,
+                      const Signature& sig) {
     ensure_sodium();
-    return crypto_sign_verify_detached(sig.data(), message.data(), message.size(), sign_pk.data()) == 0;
+    return crypto_sign_verify_detached(sig.data(), message.data(), message.size(),
+                                       sign_pk.data()) == 0;
 }
 
 Identity::~Identity() {
@@ -91,11 +94,13 @@ Identity Identity::load(const fs::path& file) {
         throw Error("identity file " + file.string() + ": not valid JSON: " + e.what());
     }
     if (!j.is_object() || j.value("format", "") != "tandem-identity-1")
-        throw Error("identity file " + file.string() + ": missing \"format\": \"tandem-identity-1\"");
+        throw Error("identity file " + file.string() +
+                    ": missing \"format\": \"tandem-identity-1\"");
     auto field = [&](const char* name, size_t len) {
         if (!j.contains(name) || !j[name].is_string())
             throw Error("identity file " + file.string() + ": missing string field '" + name + "'");
-        return from_hex(j[name].get<std::string>(), len, "identity file " + file.string() + ": '" + name + "'");
+        return from_hex(j[name].get<std::string>(), len,
+                        "identity file " + file.string() + ": '" + name + "'");
     };
     Identity id;
     auto seed = field("ed25519_seed", 32);

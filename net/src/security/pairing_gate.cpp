@@ -18,7 +18,8 @@ std::string generate_pairing_code() {
 std::string normalize_pairing_code(std::string_view typed) {
     std::string digits;
     for (char c : typed) {
-        if (c >= '0' && c <= '9') digits.push_back(c);
+        if (c >= '0' && c <= '9')
+            digits.push_back(c);
         else if (c != ' ' && c != '-')
             throw Error("pairing code: unexpected character '" + std::string(1, c) +
                         "' (the code is 8 digits, like 1234-5678)");
@@ -59,9 +60,11 @@ std::optional<std::string> PairingGate::begin_attempt(std::string* why) {
     auto now = SteadyClock::now();
     refresh_locked(now);
     if (code_.empty()) {
-        auto left = std::chrono::duration_cast<std::chrono::seconds>(locked_until_ - now).count() + 1;
-        if (why) *why = "locked for " + std::to_string(left) + " s after " + std::to_string(policy_.max_attempts) +
-                        " wrong codes";
+        auto left =
+            std::chrono::duration_cast<std::chrono::seconds>(locked_until_ - now).count() + 1;
+        if (why)
+            *why = "locked for " + std::to_string(left) + " s after " +
+                   std::to_string(policy_.max_attempts) + " wrong codes";
         return std::nullopt;
     }
     if (busy_) {
@@ -72,10 +75,11 @@ std::optional<std::string> PairingGate::begin_attempt(std::string* why) {
     return code_;
 }
 
-void PairingGate::end_attempt(bool success) {
+void PairingGate::end_attempt(Outcome outcome) {
     std::lock_guard g(mutex_);
     busy_ = false;
-    if (success) {
+    if (outcome == Outcome::Aborted) return;
+    if (outcome == Outcome::Paired) {
         code_.clear();  // one-time: the next caller sees a new code
         failures_ = 0;
         return;

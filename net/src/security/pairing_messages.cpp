@@ -8,7 +8,9 @@ enum : uint8_t { kHello = 1, kReply = 2, kConfirm = 3, kResult = 4 };
 
 void expect_type(WireReader& r, uint8_t want) {
     uint8_t t = r.u8("type");
-    if (t != want) r.fail("type", "expected message type " + std::to_string(want) + ", got " + std::to_string(t));
+    if (t != want)
+        r.fail("type",
+               "expected message type " + std::to_string(want) + ", got " + std::to_string(t));
 }
 void write_keys(WireWriter& w, const PublicKeys& k) {
     w.bytes(k.sign_pk);

@@ -14,7 +14,9 @@ namespace {
 constexpr char kGeneratorDst[] = "Tandem-CPace-ristretto255-v1";
 constexpr char kTranscriptDst[] = "Tandem-pairing-transcript-v1";
 
-void append(std::vector<uint8_t>& v, std::span<const uint8_t> b) { v.insert(v.end(), b.begin(), b.end()); }
+void append(std::vector<uint8_t>& v, std::span<const uint8_t> b) {
+    v.insert(v.end(), b.begin(), b.end());
+}
 void append_keys(std::vector<uint8_t>& v, const PublicKeys& k) {
     append(v, k.sign_pk);
     append(v, k.kx_pk);
@@ -52,11 +54,13 @@ ConfirmKeys derive_confirm_keys(const Key32& shared, std::span<const uint8_t> he
     ConfirmKeys out;
     crypto_generichash_state st;
     crypto_generichash_init(&st, nullptr, 0, 64);
-    crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(kTranscriptDst), sizeof kTranscriptDst - 1);
+    crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(kTranscriptDst),
+                              sizeof kTranscriptDst - 1);
     uint8_t len[4];
     for (auto part : {hello, reply}) {
         uint32_t n = uint32_t(part.size());
-        len[0] = uint8_t(n >> 24), len[1] = uint8_t(n >> 16), len[2] = uint8_t(n >> 8), len[3] = uint8_t(n);
+        len[0] = uint8_t(n >> 24), len[1] = uint8_t(n >> 16), len[2] = uint8_t(n >> 8),
+        len[3] = uint8_t(n);
         crypto_generichash_update(&st, len, 4);
         crypto_generichash_update(&st, part.data(), part.size());
     }
@@ -64,9 +68,12 @@ ConfirmKeys derive_confirm_keys(const Key32& shared, std::span<const uint8_t> he
     crypto_generichash_final(&st, out.transcript.data(), out.transcript.size());
 
     uint8_t isk[64];
-    crypto_generichash(isk, sizeof isk, out.transcript.data(), out.transcript.size(), shared.data(), shared.size());
-    crypto_generichash(out.key_i.data(), 32, reinterpret_cast<const uint8_t*>("confirm-initiator"), 17, isk, 64);
-    crypto_generichash(out.key_r.data(), 32, reinterpret_cast<const uint8_t*>("confirm-responder"), 17, isk, 64);
+    crypto_generichash(isk, sizeof isk, out.transcript.data(), out.transcript.size(), shared.data(),
+                       shared.size());
+    crypto_generichash(out.key_i.data(), 32, reinterpret_cast<const uint8_t*>("confirm-initiator"),
+                       17, isk, 64);
+    crypto_generichash(out.key_r.data(), 32, reinterpret_cast<const uint8_t*>("confirm-responder"),
+                       17, isk, 64);
     sodium_memzero(isk, sizeof isk);
     return out;
 }
@@ -84,8 +91,9 @@ Mac32 mac(const Mac32& key, std::span<const uint8_t> transcript, uint8_t role) {
 void check_version(uint32_t theirs, const char* who) {
     if (theirs != kProtocolVersion)
         throw RefusedError(RefusalCode::VersionMismatch,
-                           std::string("pairing: ") + who + " speaks protocol " + std::to_string(theirs) +
-                               ", this node speaks " + std::to_string(kProtocolVersion));
+                           std::string("pairing: ") + who + " speaks protocol " +
+                               std::to_string(theirs) + ", this node speaks " +
+                               std::to_string(kProtocolVersion));
 }
 
 }  // namespace
@@ -112,7 +120,8 @@ std::vector<uint8_t> PakeInitiator::on_reply(std::span<const uint8_t> body) {
     if (step_ != 1) throw Error("pairing: unexpected reply");
     reply_ = parse_pair_reply(body);
     check_version(reply_.protocol_version, "the joining node");
-    if (reply_.keys == self_.public_keys()) throw PairingFailed("pairing: the other node has this node's own keys");
+    if (reply_.keys == self_.public_keys())
+        throw PairingFailed("pairing: the other node has this node's own keys");
     Key32 g = derive_generator(code_, nonce_, reply_.nonce, self_.public_keys(), reply_.keys);
     crypto_core_ristretto255_scalar_random(scalar_.data());
     PairConfirm confirm;
@@ -137,8 +146,9 @@ PairedWith PakeInitiator::on_result(std::span<const uint8_t> body) {
     Mac32 want = mac(mac_key_r_, transcript_, 'R');
     step_ = 3;
     if (crypto_verify_32(want.data(), res.mac.data()) != 0)
-        throw PairingFailed("pairing: the joining node's confirmation does not verify (wrong code or a "
-                            "man-in-the-middle changed the exchange)");
+        throw PairingFailed(
+            "pairing: the joining node's confirmation does not verify (wrong code or a "
+            "man-in-the-middle changed the exchange)");
     return PairedWith{reply_.keys, node_id_of(reply_.keys), reply_.name};
 }
 
@@ -156,7 +166,8 @@ std::vector<uint8_t> PakeResponder::on_hello(std::span<const uint8_t> body) {
     if (step_ != 0) throw Error("pairing: unexpected hello");
     PairHello hello = parse_pair_hello(body);
     check_version(hello.protocol_version, "the coordinator");
-    if (hello.keys == self_.public_keys()) throw Error("pairing: the coordinator has this node's own keys");
+    if (hello.keys == self_.public_keys())
+        throw Error("pairing: the coordinator has this node's own keys");
     hello_bytes_.assign(body.begin(), body.end());
     peer_ = PairedWith{hello.keys, node_id_of(hello.keys), hello.name};
     PairReply reply{kProtocolVersion, self_.public_keys(), name_, {}, {}};

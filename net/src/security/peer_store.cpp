@@ -18,7 +18,7 @@ namespace {
 
 // Holds an exclusive flock on "<file>.lock" for the lifetime of the object.
 class FileLock {
-public:
+  public:
     explicit FileLock(const fs::path& file) {
         ensure_private_dir(file.parent_path().empty() ? fs::path(".") : file.parent_path());
         fs::path lock = file;
@@ -35,7 +35,7 @@ public:
     FileLock(const FileLock&) = delete;
     FileLock& operator=(const FileLock&) = delete;
 
-private:
+  private:
     int fd_ = -1;
 };
 
@@ -64,7 +64,8 @@ std::vector<PairedPeer> PeerStore::load_locked() const {
     }
     if (!j.is_object() || j.value("format", "") != "tandem-peers-1" || !j.contains("peers") ||
         !j["peers"].is_array())
-        throw Error("peers file " + file_.string() + ": expected {\"format\": \"tandem-peers-1\", \"peers\": [...]}");
+        throw Error("peers file " + file_.string() +
+                    ": expected {\"format\": \"tandem-peers-1\", \"peers\": [...]}");
     std::vector<PairedPeer> peers;
     size_t i = 0;
     for (const auto& p : j["peers"]) {

@@ -54,7 +54,8 @@ void write_private_file(const fs::path& file, const std::string& content) {
 
 std::string read_private_file(const fs::path& file, const char* what) {
     int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) throw Error(std::string(what) + " file " + file.string() + ": " + std::strerror(errno));
+    if (fd < 0)
+        throw Error(std::string(what) + " file " + file.string() + ": " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd);
@@ -65,7 +66,8 @@ std::string read_private_file(const fs::path& file, const char* what) {
         char mode[8];
         std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
         throw Error(std::string(what) + " file " + file.string() + " has mode " + mode +
-                    " (group/others can access it); refusing to use it. Run: chmod 600 " + file.string());
+                    " (group/others can access it); refusing to use it. Run: chmod 600 " +
+                    file.string());
     }
     if (st.st_uid != ::geteuid()) {
         ::close(fd);

@@ -32,7 +32,7 @@ std::filesystem::path default_home();
 bool verify_signature(const Key32& sign_pk, std::span<const uint8_t> message, const Signature& sig);
 
 class Identity {
-public:
+  public:
     // A fresh random identity (not saved).
     static Identity generate();
     // Loads <dir>/identity, creating it (and dir, 0700) on first use.
@@ -50,7 +50,7 @@ public:
     Signature sign(std::span<const uint8_t> message) const;
     const Key32& kx_secret() const { return kx_sk_; }
 
-private:
+  private:
     Identity() = default;
     void finish();
     std::array<uint8_t, 64> sign_sk_{};

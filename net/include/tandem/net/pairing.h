@@ -72,19 +72,19 @@ struct PairedWith {
 
 // Thrown when the other side's key confirmation fails (wrong code, tampering, or a relay).
 class PairingFailed : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 class PakeInitiator {
-public:
+  public:
     PakeInitiator(const Identity& self, std::string name, const std::string& code);
     ~PakeInitiator();
     std::vector<uint8_t> hello();
     std::vector<uint8_t> on_reply(std::span<const uint8_t> reply);  // -> confirm
-    PairedWith on_result(std::span<const uint8_t> result);            // throws PairingFailed
+    PairedWith on_result(std::span<const uint8_t> result);          // throws PairingFailed
 
-private:
+  private:
     const Identity& self_;
     std::string name_, code_;
     std::vector<uint8_t> hello_bytes_;
@@ -97,7 +97,7 @@ private:
 };
 
 class PakeResponder {
-public:
+  public:
     PakeResponder(const Identity& self, std::string name, const std::string& code);
     ~PakeResponder();
     // Throws on a malformed hello or another protocol version.
@@ -107,7 +107,7 @@ public:
     std::optional<std::vector<uint8_t>> on_confirm(std::span<const uint8_t> confirm);
     const PairedWith& peer() const { return peer_; }
 
-private:
+  private:
     const Identity& self_;
     std::string name_, code_;
     std::vector<uint8_t> hello_bytes_, reply_bytes_;
@@ -127,7 +127,7 @@ struct PairingPolicy {
 };
 
 class PairingGate {
-public:
+  public:
     explicit PairingGate(PairingPolicy policy = {});
     // The code to show now (a fresh one when the last expired or was used); nullopt while
     // locked out.
@@ -135,12 +135,13 @@ public:
     // Starts an attempt: the code to check against, or nullopt with *why set (locked, busy).
     // Only one attempt runs at a time.
     std::optional<std::string> begin_attempt(std::string* why);
-    void end_attempt(bool success);
+    enum class Outcome { Paired, WrongCode, Aborted };  // Aborted: no code was tested
+    void end_attempt(Outcome outcome);
     int attempts_left() const;
     // Makes a new code at once (the user asked for one), ending any lockout.
     std::string renew();
 
-private:
+  private:
     void refresh_locked(std::chrono::steady_clock::time_point now);
     PairingPolicy policy_;
     mutable std::mutex mutex_;

@@ -22,7 +22,7 @@ struct PairedPeer {
 };
 
 class PeerStore {
-public:
+  public:
     explicit PeerStore(std::filesystem::path file);
 
     std::vector<PairedPeer> list() const;
@@ -34,7 +34,7 @@ public:
     bool remove(const std::string& node_id);
     const std::filesystem::path& file() const { return file_; }
 
-private:
+  private:
     std::vector<PairedPeer> load_locked() const;
     void save_locked(const std::vector<PairedPeer>& peers) const;
     std::filesystem::path file_;

@@ -35,7 +35,8 @@ struct Record {
 
 // Decodes the 6-byte header; throws on an unknown magic or a length over the limit.
 std::pair<RecordKind, size_t> parse_record_header(std::span<const uint8_t, 6> header);
-void write_record(Socket& s, RecordKind kind, std::span<const uint8_t> body, Clock::time_point deadline);
+void write_record(Socket& s, RecordKind kind, std::span<const uint8_t> body,
+                  Clock::time_point deadline);
 Record read_record(Socket& s, Clock::time_point deadline);
 
 struct Refusal {
@@ -49,7 +50,7 @@ void send_refusal(Socket& s, RefusalCode code, const std::string& message);
 
 // Thrown on the side that received a Refusal record.
 class RefusedError : public Error {
-public:
+  public:
     RefusedError(RefusalCode c, const std::string& what) : Error(what), code(c) {}
     RefusalCode code;
 };

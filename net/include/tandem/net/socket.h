@@ -15,12 +15,12 @@ using Clock = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
 
 class TimeoutError : public Error {
-public:
+  public:
     using Error::Error;
 };
 // The peer closed the connection cleanly (EOF at a message boundary).
 class ClosedError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
@@ -33,7 +33,7 @@ struct HostPort {
 HostPort parse_host_port(std::string_view text, uint16_t default_port);
 
 class Socket {
-public:
+  public:
     Socket() = default;
     explicit Socket(int fd);
     ~Socket();
@@ -57,12 +57,12 @@ public:
     bool valid() const { return fd_ >= 0; }
     std::string peer_address() const;  // "10.0.0.2:5555"
 
-private:
+  private:
     int fd_ = -1;
 };
 
 class Listener {
-public:
+  public:
     // Dual-stack [::]:port when IPv6 is available, else 0.0.0.0:port. Port 0 picks a free one.
     explicit Listener(uint16_t port, const std::string& bind_host = "");
     ~Listener();
@@ -73,7 +73,7 @@ public:
     Socket accept(Millis timeout);
     void close();
 
-private:
+  private:
     int fd_ = -1;
     uint16_t port_ = 0;
 };

@@ -16,7 +16,7 @@ namespace tandem::net {
 using Key32 = std::array<uint8_t, 32>;
 
 class WireWriter {
-public:
+  public:
     void u8(uint8_t v) { buf_.push_back(v); }
     void u16(uint16_t v) { put_be(v, 2); }
     void u32(uint32_t v) { put_be(v, 4); }
@@ -24,7 +24,8 @@ public:
     void bytes(std::span<const uint8_t> b) { buf_.insert(buf_.end(), b.begin(), b.end()); }
     // A string of at most 255 bytes, prefixed by its length.
     void str8(std::string_view s, const char* field) {
-        if (s.size() > 255) throw Error(std::string("wire: field '") + field + "' longer than 255 bytes");
+        if (s.size() > 255)
+            throw Error(std::string("wire: field '") + field + "' longer than 255 bytes");
         u8(uint8_t(s.size()));
         buf_.insert(buf_.end(), s.begin(), s.end());
     }
@@ -32,7 +33,7 @@ public:
     std::vector<uint8_t> take() { return std::move(buf_); }
     size_t size() const { return buf_.size(); }
 
-private:
+  private:
     void put_be(uint64_t v, int n) {
         for (int i = n - 1; i >= 0; --i) buf_.push_back(uint8_t(v >> (8 * i)));
     }
@@ -40,9 +41,10 @@ private:
 };
 
 class WireReader {
-public:
+  public:
     // `what` names the message in errors ("beacon", "pairing reply").
-    WireReader(std::span<const uint8_t> data, std::string what) : data_(data), what_(std::move(what)) {}
+    WireReader(std::span<const uint8_t> data, std::string what)
+        : data_(data), what_(std::move(what)) {}
 
     uint8_t u8(const char* field) { return uint8_t(get_be(1, field)); }
     uint16_t u16(const char* field) { return uint16_t(get_be(2, field)); }
@@ -72,18 +74,19 @@ public:
     size_t remaining() const { return data_.size() - pos_; }
     void expect_end() {
         if (remaining() != 0)
-            throw Error(what_ + ": " + std::to_string(remaining()) + " unexpected trailing bytes at offset " +
-                        std::to_string(pos_));
+            throw Error(what_ + ": " + std::to_string(remaining()) +
+                        " unexpected trailing bytes at offset " + std::to_string(pos_));
     }
     [[noreturn]] void fail(const char* field, const std::string& why) const {
-        throw Error(what_ + ": field '" + field + "' at offset " + std::to_string(pos_) + ": " + why);
+        throw Error(what_ + ": field '" + field + "' at offset " + std::to_string(pos_) + ": " +
+                    why);
     }
 
-private:
+  private:
     void need(size_t n, const char* field) const {
         if (n > remaining())
-            fail(field, "truncated (need " + std::to_string(n) + " bytes, " + std::to_string(remaining()) +
-                            " left)");
+            fail(field, "truncated (need " + std::to_string(n) + " bytes, " +
+                            std::to_string(remaining()) + " left)");
     }
     uint64_t get_be(int n, const char* field) {
         need(size_t(n), field);
