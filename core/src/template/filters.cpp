@@ -163,6 +163,7 @@ Value f_join(Interpreter& in, const Value& v, ArgReader& a) {
         if (!first) out += sep;
         first = false;
         out += (attribute.is_none() ? item : get_attribute(in, item, attribute)).str();
+        check_string_size(out.size());
     }
     return Value::string(std::move(out));
 }
@@ -258,6 +259,7 @@ Value f_indent(Interpreter&, const Value& v, ArgReader& a) {
         if (i) rv += "\n";
         bool indent_line = i > 0 && (blank || !lines[i].empty());
         rv += (indent_line ? ind : "") + lines[i];
+        check_string_size(rv.size());
     }
     if (first) rv = ind + rv;
     return Value::string(std::move(rv));

@@ -202,47 +202,55 @@ Interpreter::Flow Interpreter::exec_for(const ForNode& node, const ScopePtr& sco
         items = std::move(kept);
     }
     const int64_t n = int64_t(items.size());
+    // One cycle() per loop, reading the current position.
+    auto position = std::make_shared<int64_t>(0);
+    Value cycle = Value::callable("cycle", [position](CallArgs& a) -> Value {
+        if (a.pos.empty()) throw EvalError("no items for cycling given");
+        return a.pos[size_t(*position) % a.pos.size()];
+    });
     for (int64_t i = 0; i < n; ++i) {
         step();
         auto iter_scope = std::make_shared<Scope>(scope);
+        // Built with push_back: the keys are distinct, so set()'s lookup would only cost time.
         Value loop = Value::dict();
-        auto& d = loop.dict_data();
-        d.set(Value::string("index"), Value::integer(i + 1));
-        d.set(Value::string("index0"), Value::integer(i));
-        d.set(Value::string("revindex"), Value::integer(n - i));
-        d.set(Value::string("revindex0"), Value::integer(n - i - 1));
-        d.set(Value::string("first"), Value::boolean(i == 0));
-        d.set(Value::string("last"), Value::boolean(i == n - 1));
-        d.set(Value::string("length"), Value::integer(n));
-        d.set(Value::string("depth"), Value::integer(depth + 1));
-        d.set(Value::string("depth0"), Value::integer(depth));
-        if (i > 0) d.set(Value::string("previtem"), items[size_t(i - 1)]);
-        if (i + 1 < n) d.set(Value::string("nextitem"), items[size_t(i + 1)]);
-        d.set(Value::string("cycle"), Value::callable("cycle", [i](CallArgs& a) -> Value {
-                  if (a.pos.empty()) throw EvalError("no items for cycling given");
-                  return a.pos[size_t(i) % a.pos.size()];
-              }));
+        auto& d = loop.dict_data().items;
+        d.reserve(14);
+        auto put = [&d](const char* key, Value v) {
+            d.emplace_back(Value::string(key), std::move(v));
+        };
+        put("index", Value::integer(i + 1));
+        put("index0", Value::integer(i));
+        put("revindex", Value::integer(n - i));
+        put("revindex0", Value::integer(n - i - 1));
+        put("first", Value::boolean(i == 0));
+        put("last", Value::boolean(i == n - 1));
+        put("length", Value::integer(n));
+        put("depth", Value::integer(depth + 1));
+        put("depth0", Value::integer(depth));
+        if (i > 0) put("previtem", items[size_t(i - 1)]);
+        if (i + 1 < n) put("nextitem", items[size_t(i + 1)]);
+        *position = i;
+        put("cycle", cycle);
         if (node.recursive) {
             std::weak_ptr<Scope> weak = scope;
-            d.set(Value::string(kCallKey),
-                  Value::callable("loop", [this, &node, weak, depth](CallArgs& a) -> Value {
-                      if (a.pos.size() != 1) throw EvalError("loop() takes exactly one argument");
-                      auto s = weak.lock();
-                      if (!s) throw EvalError("recursive loop called after its loop ended");
-                      std::string buf;
-                      if (++call_depth_ > options_.max_call_depth) {
-                          --call_depth_;
-                          throw EvalError("recursion too deep");
-                      }
-                      try {
-                          exec_for(node, s, buf, a.pos[0], depth + 1);
-                      } catch (...) {
-                          --call_depth_;
-                          throw;
-                      }
-                      --call_depth_;
-                      return Value::string(std::move(buf));
-                  }));
+            put(kCallKey, Value::callable("loop", [this, &node, weak, depth](CallArgs& a) -> Value {
+                    if (a.pos.size() != 1) throw EvalError("loop() takes exactly one argument");
+                    auto s = weak.lock();
+                    if (!s) throw EvalError("recursive loop called after its loop ended");
+                    std::string buf;
+                    if (++call_depth_ > options_.max_call_depth) {
+                        --call_depth_;
+                        throw EvalError("recursion too deep");
+                    }
+                    try {
+                        exec_for(node, s, buf, a.pos[0], depth + 1);
+                    } catch (...) {
+                        --call_depth_;
+                        throw;
+                    }
+                    --call_depth_;
+                    return Value::string(std::move(buf));
+                }));
         }
         iter_scope->vars["loop"] = loop;
         assign(node.target, items[size_t(i)], iter_scope);

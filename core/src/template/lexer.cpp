@@ -124,12 +124,22 @@ class Lexer {
     }
 
   private:
+    // Line and column (in code points) of a byte offset. Offsets mostly grow, so the column is
+    // advanced from the previous answer on the same line instead of recounted from the line start
+    // (recounting made one very long line quadratic).
     Pos pos_of(size_t offset) const {
         auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
         size_t line = size_t(it - line_starts_.begin());
-        size_t col = offset - line_starts_[line - 1];
-        return {int(line),
-                int(utf8_length(std::string_view(src_).substr(line_starts_[line - 1], col))) + 1};
+        size_t line_start = line_starts_[line - 1];
+        if (cache_line_ != line || cache_offset_ > offset) {
+            cache_line_ = line;
+            cache_offset_ = line_start;
+            cache_col_ = 1;
+        }
+        cache_col_ +=
+            int(utf8_length(std::string_view(src_).substr(cache_offset_, offset - cache_offset_)));
+        cache_offset_ = offset;
+        return {int(line), cache_col_};
     }
 
     [[noreturn]] void fail(const std::string& msg, size_t offset) const {
@@ -392,6 +402,9 @@ class Lexer {
     std::vector<Token> tokens_;
     size_t pos_ = 0;
     bool line_starting_ = true;
+    mutable size_t cache_line_ = 0;
+    mutable size_t cache_offset_ = 0;
+    mutable int cache_col_ = 1;
 };
 
 }  // namespace

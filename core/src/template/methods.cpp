@@ -118,6 +118,7 @@ Value string_method(const Value& self, const std::string& name) {
                 if (!first) out += s;
                 first = false;
                 out += item.str_data();
+                check_string_size(out.size());
             }
             return Value::string(std::move(out));
         });

@@ -26,13 +26,13 @@ Value checked_int(__int128 v) {
 Value repeat(const Value& seq, int64_t n) {
     if (n < 0) n = 0;
     if (seq.is_string()) {
-        if (seq.str_data().size() * size_t(n) > kMaxRepeatBytes)
+        if (n > 0 && seq.str_data().size() > kMaxRepeatBytes / size_t(n))
             throw EvalError("string repetition too large");
         std::string out;
         for (int64_t i = 0; i < n; ++i) out += seq.str_data();
         return Value::string(std::move(out));
     }
-    if (seq.items().size() * size_t(n) > kMaxRepeatBytes / 16)
+    if (n > 0 && seq.items().size() > kMaxRepeatBytes / 16 / size_t(n))
         throw EvalError("list repetition too large");
     std::vector<Value> out;
     for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
@@ -104,7 +104,11 @@ Value percent_format(const std::string& fmt, const Value& args) {
 }  // namespace
 
 Value binary_op(const std::string& op, const Value& a, const Value& b) {
-    if (op == "~") return Value::string(a.str() + b.str());
+    if (op == "~") {
+        std::string l = a.str(), r = b.str();
+        check_string_size(l.size() + r.size());
+        return Value::string(l + r);
+    }
     require_defined(a);
     require_defined(b);
     bool both_num = a.is_number() && b.is_number();
@@ -113,8 +117,13 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
         if (both_num)
             return any_float ? Value::real(a.as_double() + b.as_double())
                              : checked_int(__int128(a.as_int()) + b.as_int());
-        if (a.is_string() && b.is_string()) return Value::string(a.str_data() + b.str_data());
+        if (a.is_string() && b.is_string()) {
+            check_string_size(a.str_data().size() + b.str_data().size());
+            return Value::string(a.str_data() + b.str_data());
+        }
         if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+            if (a.items().size() + b.items().size() > kMaxStringBytes / 16)
+                throw EvalError("list too long");
             std::vector<Value> items = a.items();
             items.insert(items.end(), b.items().begin(), b.items().end());
             return Value::list(std::move(items), a.is_tuple());

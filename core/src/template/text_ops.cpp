@@ -168,6 +168,7 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
         for (char32_t c : u) {
             if (count < 0 || done < count) {
                 out += repl;
+                check_string_size(out.size());
                 ++done;
             }
             utf8_append(out, c);
@@ -182,6 +183,7 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
         if (at == std::string::npos) break;
         out.append(s, pos, at - pos);
         out += repl;
+        check_string_size(out.size());
         pos = at + old.size();
         ++done;
     }

@@ -7,6 +7,32 @@
 #include "utf8.h"
 
 namespace tandem::jinja {
+namespace {
+
+// Containers can hold themselves (`{% set ns.self = ns %}`); recursion over values is bounded
+// so such a value fails cleanly instead of overflowing the stack.
+constexpr int kMaxValueDepth = 512;
+thread_local int value_depth = 0;
+
+struct DepthGuard {
+    DepthGuard() {
+        if (++value_depth > kMaxValueDepth) {
+            value_depth = 0;
+            throw EvalError("value nested too deeply (or contains itself)");
+        }
+    }
+    ~DepthGuard() {
+        if (value_depth > 0) --value_depth;
+    }
+};
+
+}  // namespace
+
+void check_string_size(size_t bytes) {
+    if (bytes > kMaxStringBytes)
+        throw EvalError("string of " + std::to_string(bytes) + " bytes exceeds the limit of " +
+                        std::to_string(kMaxStringBytes));
+}
 
 const Value* DictData::find(const Value& key) const {
     for (const auto& [k, v] : items)
@@ -209,6 +235,7 @@ std::string Value::str() const {
 }
 
 std::string Value::repr() const {
+    DepthGuard guard;
     switch (kind_) {
         case Kind::Undefined:
             return "";
@@ -277,6 +304,7 @@ std::string Value::type_name() const {
 }
 
 bool py_equal(const Value& a, const Value& b) {
+    DepthGuard guard;
     if (a.is_number() && b.is_number()) {
         if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
         return a.as_int() == b.as_int();
@@ -317,6 +345,7 @@ bool py_equal(const Value& a, const Value& b) {
 }
 
 bool py_less(const Value& a, const Value& b) {
+    DepthGuard guard;
     if (a.is_number() && b.is_number()) {
         if (a.is_float() || b.is_float()) return a.as_double() < b.as_double();
         return a.as_int() < b.as_int();

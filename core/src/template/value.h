@@ -140,6 +140,12 @@ class Value {
     std::shared_ptr<Callable> fn_;
 };
 
+// No string a template builds may exceed this (doubling a string in a loop would otherwise
+// exhaust memory before any step limit is reached).
+constexpr size_t kMaxStringBytes = size_t(64) << 20;
+// Throws EvalError when a string about to be built would exceed kMaxStringBytes.
+void check_string_size(size_t bytes);
+
 // Python ==: 1 == 1.0 == True, deep for lists and dicts, identity for callables.
 bool py_equal(const Value& a, const Value& b);
 // Python <; throws EvalError naming the types when they do not compare.

@@ -31,8 +31,8 @@ struct RenderOptions {
     // Robustness caps: a template that runs past them fails with TemplateError instead of
     // hanging or exhausting memory.
     size_t max_output_bytes = size_t(256) << 20;
-    size_t max_steps = 50'000'000;  // statements, loop iterations and calls together
-    int max_call_depth = 200;       // nested macro calls
+    size_t max_steps = 5'000'000;  // statements, loop iterations and calls together
+    int max_call_depth = 200;      // nested macro calls
 };
 
 // A template that does not parse, or fails while rendering (undefined variable used in arithmetic,
