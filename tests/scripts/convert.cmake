@@ -1,0 +1,12 @@
+# tandem-cli convert on every hf-tiny fixture, checked by tests/scripts/convert_check.py with the
+# PyPI safetensors + gguf + numpy packages (independent of our reader and writer).
+set(_convert_models llama-tiny qwen2-tiny qwen3-tiny qwen3moe-tiny gemma3-tiny)
+foreach(_m IN LISTS _convert_models)
+  foreach(_t f32 f16 bf16)
+    add_test(NAME convert.${_m}.${_t}
+      COMMAND ${TANDEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/convert_check.py
+              --cli $<TARGET_FILE:tandem-cli> --model ${TANDEM_FIXTURES_DEFAULT}/hf-tiny/${_m}
+              --type ${_t} --out-dir ${CMAKE_CURRENT_BINARY_DIR}/convert-out)
+    set_tests_properties(convert.${_m}.${_t} PROPERTIES LABELS "formats" SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endforeach()
+endforeach()
