@@ -90,6 +90,9 @@ std::vector<float> quant_input(DType t, uint32_t seed) {
                         2.98e-8f, 2.99e-8f, 1e-9f, 1.00048828125f, 1.000732421875f, -0.f, INFINITY,
                         -INFINITY, 3.3895314e38f})
             v.push_back(f);
+        if (t == DType::BF16)  // quiet and signalling NaNs (gguf forces them quiet)
+            for (uint32_t u : {0x7fc00000u, 0xffc12345u, 0x7f800001u, 0xff80ffffu})
+                v.push_back(std::bit_cast<float>(u));
         std::mt19937 rng(seed + 1);
         std::uniform_int_distribution<uint32_t> bits(0, 0xffffffffu);
         while (v.size() % 32 != 0 || v.size() < 32 * 600) {

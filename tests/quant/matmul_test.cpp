@@ -161,6 +161,30 @@ TEST(Matmul, ActivationQuantisersOfEveryLevelAgree) {
     EXPECT_EQ(static_cast<int8_t>(q[4 + 200]), 127);
 }
 
+TEST(Matmul, AddScaledRowMatchesDequantisedReference) {
+    uint32_t seed = 70;
+    for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+        for (int64_t n : {256, 1280, 2560}) {
+            const int64_t len = dtype_traits(t).block_elems == 1 ? n + 37 : n;  // odd tails
+            const auto x = random_row(len, seed++);
+            std::vector<uint8_t> row(row_bytes(t, static_cast<uint64_t>(len)));
+            quantize_row(t, x.data(), row.data(), len);
+            std::vector<float> deq(static_cast<size_t>(len));
+            dequantize_row(t, row.data(), deq.data(), len);
+            auto acc = random_row(len, seed++);
+            const auto before = acc;
+            const float w = -0.37f;
+            add_scaled_row(t, row.data(), w, acc.data(), len);
+            for (int64_t i = 0; i < len; ++i) {
+                // One multiply and one add (or one FMA) in float.
+                const double ref = double(before[i]) + double(w) * double(deq[i]);
+                ASSERT_NEAR(acc[i], ref, (std::fabs(ref) + std::fabs(w * deq[i])) * 1.2e-7)
+                    << dtype_name(t) << " n=" << len << " i=" << i;
+            }
+        }
+    }
+}
+
 TEST(Matmul, BadInputGetsClearErrors) {
     std::vector<float> x(300, 1.f);
     Activations acts;

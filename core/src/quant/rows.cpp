@@ -1,9 +1,11 @@
 // Row-level entry points: type dispatch and argument checks around the scalar converters.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "act_quant.h"
 #include "dequantize.h"
+#include "rows_simd.h"
 #include "tandem/common/error.h"
 #include "tandem/quant/quant.h"
 
@@ -20,7 +22,14 @@ void copy_f32_in(const float* src, void* dst, int64_t n) {
     std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
+bool use_simd() {
+    static const bool on = default_isa() != Isa::Scalar;
+    return on;
+}
+
 DequantFn dequant_fn(DType t) {
+    if (use_simd() && t == DType::F16) return avx2::dequant_f16;
+    if (use_simd() && t == DType::BF16) return avx2::dequant_bf16;
     switch (t) {
         case DType::F32:
             return copy_f32_out;
@@ -56,6 +65,8 @@ DequantFn dequant_fn(DType t) {
 }
 
 QuantFn quant_fn(DType t) {
+    if (use_simd() && t == DType::F16) return avx2::quant_f16;
+    if (use_simd() && t == DType::BF16) return avx2::quant_bf16;
     switch (t) {
         case DType::F32:
             return copy_f32_in;
@@ -95,6 +106,12 @@ void check_length(const char* what, DType t, int64_t n) {
         throw Error(std::string("quant: ") + what + " of " + type_label(t) + ": row length " +
                     std::to_string(n) + " is not a multiple of the block size " +
                     std::to_string(tr ? tr->block_elems : 1));
+}
+
+void avx2_or_scalar_f32(const void* src, float w, float* acc, int64_t n) {
+    if (use_simd()) return avx2::add_scaled_f32(src, w, acc, n);
+    const auto* s = static_cast<const float*>(src);
+    for (int64_t i = 0; i < n; ++i) acc[i] += w * s[i];
 }
 
 }  // namespace
@@ -143,6 +160,23 @@ void quantize_row_q8_1(const float* x, void* dst, int64_t n) {
 }
 void quantize_row_q8_K(const float* x, void* dst, int64_t n) {
     quantize_act_row(DType::Q8_K, x, dst, n, default_isa());
+}
+
+void add_scaled_row(DType t, const void* src, float w, float* acc, int64_t n) {
+    if (t == DType::F32) return avx2_or_scalar_f32(src, w, acc, n);
+    if (t == DType::F16 && use_simd()) return avx2::add_scaled_f16(src, w, acc, n);
+    // Other types: through a dequantised copy, in chunks that stay in L1.
+    const DequantFn f = dequant_fn(t);
+    if (!f) throw Error("quant: add_scaled_row: type " + type_label(t) + " is not supported");
+    check_length("add_scaled_row", t, n);
+    const int64_t chunk = dtype_traits(t).block_elems == 256 ? 1024 : 256;
+    float tmp[1024];
+    const size_t chunk_bytes = row_bytes(t, static_cast<uint64_t>(chunk));
+    for (int64_t i = 0; i < n; i += chunk) {
+        const int64_t m = std::min(chunk, n - i);
+        f(static_cast<const uint8_t*>(src) + static_cast<size_t>(i / chunk) * chunk_bytes, tmp, m);
+        for (int64_t k = 0; k < m; ++k) acc[i + k] += w * tmp[k];
+    }
 }
 
 DType act_type(DType weight) {

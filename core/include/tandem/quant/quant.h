@@ -32,6 +32,10 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // one). dst receives row_bytes(t, n) bytes.
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
 
+// acc[i] += w * row[i] for a row of type t (any dequantisable type; F32 and F16 directly with
+// SIMD, the others through an L1-sized dequantised chunk). For attention's weighted sum of V rows.
+void add_scaled_row(DType t, const void* src, float w, float* acc, int64_t n);
+
 // ---- Activation formats -----------------------------------------------------------------------
 // The activation format a weight type's dot product consumes: DType::F32, Q8_0, Q8_1 or Q8_K.
 DType act_type(DType weight);

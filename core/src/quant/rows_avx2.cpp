@@ -1,0 +1,116 @@
+// AVX2/F16C versions of the plain-type row conversions, which attention and the KV cache run
+// per row per token. Same results as the scalar code: F16C converts with round-to-nearest-even
+// (NaN stays NaN), bf16 rounding is the same integer arithmetic.
+#include <cstdint>
+#include <cstring>
+
+#include "rows_simd.h"
+#include "tandem/quant/fp16.h"
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+
+namespace tandem::quant::avx2 {
+
+void dequant_f16(const void* src, float* y, int64_t n) {
+    const auto* s = static_cast<const uint16_t*>(src);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i,
+                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+    for (; i < n; ++i) y[i] = fp16_to_fp32(s[i]);
+}
+
+void dequant_bf16(const void* src, float* y, int64_t n) {
+    const auto* s = static_cast<const uint16_t*>(src);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i h =
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+        _mm256_storeu_ps(y + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+    }
+    for (; i < n; ++i) y[i] = bf16_to_fp32(s[i]);
+}
+
+void quant_f16(const float* x, void* dst, int64_t n) {
+    auto* d = static_cast<uint16_t*>(dst);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i) d[i] = fp32_to_fp16(x[i]);
+}
+
+void quant_bf16(const float* x, void* dst, int64_t n) {
+    auto* d = static_cast<uint16_t*>(dst);
+    int64_t i = 0;
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    for (; i + 8 <= n; i += 8) {
+        const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(x + i));
+        // Round to nearest even: u + 0x7fff + (bit 16 of u); NaN: keep the top bits, set quiet.
+        const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+        const __m256i rounded = _mm256_srli_epi32(
+            _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)), 16);
+        const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64));
+        const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+        const __m256i r = _mm256_blendv_epi8(rounded, quiet, is_nan);
+        // 8 x 32-bit (values < 2^16) to 8 x 16-bit.
+        const __m256i packed = _mm256_packus_epi32(r, r);
+        const __m128i lo = _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), lo);
+    }
+    for (; i < n; ++i) d[i] = fp32_to_bf16(x[i]);
+}
+
+void add_scaled_f16(const void* src, float w, float* acc, int64_t n) {
+    const auto* s = static_cast<const uint16_t*>(src);
+    const __m256 vw = _mm256_set1_ps(w);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+        _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vw, v, _mm256_loadu_ps(acc + i)));
+    }
+    for (; i < n; ++i) acc[i] += w * fp16_to_fp32(s[i]);
+}
+
+void add_scaled_f32(const void* src, float w, float* acc, int64_t n) {
+    const auto* s = static_cast<const float*>(src);
+    const __m256 vw = _mm256_set1_ps(w);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(acc + i,
+                         _mm256_fmadd_ps(vw, _mm256_loadu_ps(s + i), _mm256_loadu_ps(acc + i)));
+    for (; i < n; ++i) acc[i] += w * s[i];
+}
+
+}  // namespace tandem::quant::avx2
+#pragma GCC pop_options
+
+#else
+#include "dequantize.h"
+namespace tandem::quant::avx2 {
+// Not reached off x86 (isa_supported(Avx2) is false); kept so the dispatch links everywhere.
+void dequant_f16(const void* s, float* y, int64_t n) {
+    scalar::dequant_f16(s, y, n);
+}
+void dequant_bf16(const void* s, float* y, int64_t n) {
+    scalar::dequant_bf16(s, y, n);
+}
+void quant_f16(const float* x, void* d, int64_t n) {
+    scalar::quant_f16(x, d, n);
+}
+void quant_bf16(const float* x, void* d, int64_t n) {
+    scalar::quant_bf16(x, d, n);
+}
+void add_scaled_f16(const void* src, float w, float* acc, int64_t n) {
+    const auto* s = static_cast<const uint16_t*>(src);
+    for (int64_t i = 0; i < n; ++i) acc[i] += w * fp16_to_fp32(s[i]);
+}
+void add_scaled_f32(const void* src, float w, float* acc, int64_t n) {
+    const auto* s = static_cast<const float*>(src);
+    for (int64_t i = 0; i < n; ++i) acc[i] += w * s[i];
+}
+}  // namespace tandem::quant::avx2
+#endif

@@ -1,0 +1,16 @@
+#pragma once
+// AVX2/F16C row conversions of the plain types (rows_avx2.cpp); rows.cpp picks them when the
+// CPU has AVX2 and TANDEM_QUANT_ISA does not ask for scalar.
+#include <cstdint>
+
+namespace tandem::quant::avx2 {
+
+void dequant_f16(const void* src, float* y, int64_t n);
+void dequant_bf16(const void* src, float* y, int64_t n);
+void quant_f16(const float* x, void* dst, int64_t n);
+void quant_bf16(const float* x, void* dst, int64_t n);
+// acc[i] += w * row[i]
+void add_scaled_f16(const void* src, float w, float* acc, int64_t n);
+void add_scaled_f32(const void* src, float w, float* acc, int64_t n);
+
+}  // namespace tandem::quant::avx2
