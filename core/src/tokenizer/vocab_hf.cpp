@@ -137,6 +137,39 @@ std::string pre_from_fingerprint(const Vocab& v, const std::string& tokenizer_cl
     return {};
 }
 
+int32_t id_of(const Vocab& v, const std::string& text) {
+    if (text.empty()) return -1;
+    for (size_t i = 0; i < v.tokens.size(); ++i)
+        if (v.tokens[i] == text) return int32_t(i);
+    return -1;
+}
+
+// BOS/EOS that the post-processor wraps around every sequence (TemplateProcessing, possibly
+// inside a Sequence): Llama 3's tokenizer.json adds <|begin_of_text|> this way.
+void read_post_processor(Vocab& v, const json& pp) {
+    if (!pp.is_object()) return;
+    const std::string type = pp.value("type", "");
+    if (type == "Sequence") {
+        for (const auto& p : pp.value("processors", json::array())) read_post_processor(v, p);
+        return;
+    }
+    if (type != "TemplateProcessing") return;
+    const json& single = pp.value("single", json::array());
+    if (!single.is_array() || single.empty()) return;
+    const auto special_id = [&](const json& item) -> int32_t {
+        if (!item.is_object() || !item.contains("SpecialToken")) return -1;
+        return id_of(v, item["SpecialToken"].value("id", ""));
+    };
+    if (const int32_t bos = special_id(single.front()); bos >= 0) {
+        v.add_bos = true;
+        v.bos_id = bos;
+    }
+    if (const int32_t eos = special_id(single.back()); eos >= 0 && single.size() > 1) {
+        v.add_eos = true;
+        v.eos_id = eos;
+    }
+}
+
 void read_tokenizer_json(Vocab& v, const fs::path& p) {
     const json j = read_json(p);
     const json& model = j.value("model", json::object());
@@ -205,13 +238,7 @@ void read_tokenizer_json(Vocab& v, const fs::path& p) {
         place(v, size_t(id), text, special ? TokenType::Control : TokenType::UserDefined);
         if (!v.scores.empty()) v.scores.resize(v.tokens.size(), 0.0f);
     }
-}
-
-int32_t id_of(const Vocab& v, const std::string& text) {
-    if (text.empty()) return -1;
-    for (size_t i = 0; i < v.tokens.size(); ++i)
-        if (v.tokens[i] == text) return int32_t(i);
-    return -1;
+    read_post_processor(v, j.value("post_processor", json::object()));
 }
 
 void read_tokenizer_config(Vocab& v, const fs::path& folder, std::string& tokenizer_class) {
