@@ -29,6 +29,7 @@ const Kernels kTable[] = {
     TANDEM_ENTRY(Q5_1, Q8_1, Q5_1K), TANDEM_ENTRY(Q8_0, Q8_0, Q8_0K),
     TANDEM_ENTRY(Q4_K, Q8_K, Q4_KK), TANDEM_ENTRY(Q5_K, Q8_K, Q5_KK),
     TANDEM_ENTRY(Q6_K, Q8_K, Q6_KK),
+    TANDEM_ENTRY(Q2_K, Q8_K, Q2_KK), TANDEM_ENTRY(Q3_K, Q8_K, Q3_KK),
 };
 }  // namespace
 }  // namespace avx2
