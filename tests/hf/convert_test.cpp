@@ -5,6 +5,8 @@
 #include <cstring>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "fixtures.h"
 #include "tandem/common/error.h"
 #include "tandem/gguf/gguf.h"
@@ -16,17 +18,19 @@ using namespace tandem::test;
 
 namespace {
 
-const char* kConfig = R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 8, "hidden_size": 4,
+const char* kConfig =
+    R"({"architectures": ["LlamaForCausalLM"], "vocab_size": %VOCAB%, "hidden_size": 4,
   "num_hidden_layers": 1, "intermediate_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1,
   "rms_norm_eps": 1e-5, "tie_word_embeddings": true, %EXTRA%})";
 
 // A one-layer llama folder; `tensors` maps HF names to shapes (F32 zeros).
 std::filesystem::path make_model(
     const std::vector<std::pair<std::string, std::vector<uint64_t>>>& tensors,
-    const std::string& extra_config = "\"x\": 0") {
+    const std::string& extra_config = "\"x\": 0", uint64_t n_vocab = 8) {
     auto dir = temp_dir("hf-conv");
     std::string cfg = kConfig;
     cfg.replace(cfg.find("%EXTRA%"), 7, extra_config);
+    cfg.replace(cfg.find("%VOCAB%"), 7, std::to_string(n_vocab));
     std::ofstream(dir / "config.json") << cfg;
     std::string header = "{";
     uint64_t off = 0;
@@ -174,4 +178,45 @@ TEST(HfConvert, GgufToGgufRejectsItselfAndMissingSources) {
         EXPECT_NE(std::string(e.what()).find("is the input file"), std::string::npos);
     }
     EXPECT_THROW(hf::convert(dir / "absent.gguf", dir / "b.gguf", {}), Error);
+}
+
+TEST(HfConvert, TokenizerFilesBecomeTheVocabularyPaddedToVocabSize) {
+    TANDEM_FIXTURE_OR_SKIP(tok, "tokenizer/hf-qwen2");
+    // The Qwen2 tokenizer's ids, read straight from its files.
+    std::ifstream vj(tok / "vocab.json");
+    const auto vocab_json = nlohmann::json::parse(vj);
+    uint64_t max_id = 0;
+    for (const auto& [token, id] : vocab_json.items())
+        max_id = std::max<uint64_t>(max_id, id.get<uint64_t>());
+    std::ifstream tc(tok / "tokenizer_config.json");
+    const auto tok_config = nlohmann::json::parse(tc);
+    if (tok_config.contains("added_tokens_decoder"))
+        for (const auto& [id, t] : tok_config["added_tokens_decoder"].items())
+            max_id = std::max<uint64_t>(max_id, std::stoull(id));
+    const uint64_t n_vocab =
+        max_id + 1 + 7;  // the model reserves 7 more ids than the tokenizer uses
+
+    auto t = good_tensors();
+    t[0].second = {n_vocab, 4};
+    auto dir = make_model(t, "\"x\": 0", n_vocab);
+    for (const char* f : {"vocab.json", "merges.txt", "tokenizer_config.json"})
+        std::filesystem::copy_file(tok / f, dir / f);
+    auto r = hf::convert(dir, dir / "out.gguf", {.type = DType::F32});
+    EXPECT_TRUE(r.vocab_written);
+    auto f = gguf::File::open(dir / "out.gguf");
+    EXPECT_EQ(f.get_string("tokenizer.ggml.model"), "gpt2");
+    const auto& tokens = f.find("tokenizer.ggml.tokens")->as_array().items;
+    const auto& types = f.find("tokenizer.ggml.token_type")->as_array().items;
+    ASSERT_EQ(tokens.size(), n_vocab);
+    for (const auto& [token, id] : vocab_json.items()) {
+        ASSERT_EQ(tokens[id.get<size_t>()].as_string(), token) << id;
+    }
+    EXPECT_EQ(tokens[n_vocab - 1].as_string(), "[PAD" + std::to_string(n_vocab - 1) + "]");
+    EXPECT_EQ(types[n_vocab - 1].as_i64(), 5);  // UNUSED
+
+    // A tokenizer larger than the embedding cannot be right.
+    auto small = make_model(good_tensors());
+    for (const char* name : {"vocab.json", "merges.txt", "tokenizer_config.json"})
+        std::filesystem::copy_file(tok / name, small / name);
+    EXPECT_NE(convert_error(small).find("vocab_size is 8"), std::string::npos);
 }

@@ -126,7 +126,19 @@ ConvertResult convert_hf(const std::filesystem::path& folder, const std::filesys
     ConvertResult r;
     r.arch = config.arch;
     if (tokenizer::has_hf_vocab(folder)) {
-        tokenizer::write_vocab(tokenizer::load_hf_vocab(folder), w);
+        auto vocab = tokenizer::load_hf_vocab(folder);
+        // token_embd has config.vocab_size rows and llama.cpp requires as many tokens: pad the
+        // ids the tokenizer leaves unused the way convert_hf_to_gguf.py does.
+        if (vocab.size() > config.n_vocab)
+            throw Error("convert: " + folder.string() + ": the tokenizer has " +
+                        std::to_string(vocab.size()) + " tokens but config.json's vocab_size is " +
+                        std::to_string(config.n_vocab));
+        for (size_t id = vocab.size(); id < config.n_vocab; ++id) {
+            vocab.tokens.push_back("[PAD" + std::to_string(id) + "]");
+            vocab.types.push_back(tokenizer::TokenType::Unused);
+            if (!vocab.scores.empty()) vocab.scores.push_back(-1000.0f);
+        }
+        tokenizer::write_vocab(vocab, w);
         r.vocab_written = true;
     } else {
         r.vocab_note = "no tokenizer files in " + folder.string() + ": the GGUF has no vocabulary";
