@@ -10,3 +10,9 @@ foreach(_m IN LISTS _convert_models)
     set_tests_properties(convert.${_m}.${_t} PROPERTIES LABELS "formats" SKIP_RETURN_CODE 77 TIMEOUT 300)
   endforeach()
 endforeach()
+
+# GGUF -> GGUF (dequantizing q8_0/q4_0 written by the gguf package; f16/bf16 rounding) and inspect.
+add_test(NAME convert.gguf-retype
+  COMMAND ${TANDEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/convert_gguf_check.py
+          --cli $<TARGET_FILE:tandem-cli> --out-dir ${CMAKE_CURRENT_BINARY_DIR}/convert-gguf-out)
+set_tests_properties(convert.gguf-retype PROPERTIES LABELS "formats" TIMEOUT 300)
