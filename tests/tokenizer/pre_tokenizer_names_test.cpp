@@ -22,7 +22,7 @@ TEST(PreTokenizerNames, AllCompileAndCoverTheText) {
         "stablelm2", "deepseek-llm", "deepseek-coder", "falcon",    "starcoder", "refact",
         "command-r", "smollm",       "codeshell",      "exaone",    "gpt-2",     "mpt",
         "olmo",      "jais",         "phi-2",          "poro-chat", "bloom",     "viking",
-        "tekken",    "gpt-4o",       "chatglm-bpe",    "falcon3",   "pixtral"};
+        "tekken",    "gpt-4o",       "chatglm-bpe",    "falcon3",   "pixtral",   "deepseek-v3"};
     const std::string text =
         "Hello, y'all! How are you 😁 ?我想在apple工作1314151天～ \n\n  3.14 ÀÖ Ελλάδα\t'RE";
     for (const char* name : names) {
