@@ -27,6 +27,10 @@ LibraryPaths default_paths() {
     return paths_under(home_dir() / ".local" / "share" / "tandem");
 }
 
+LibraryPaths resolve_paths(const std::filesystem::path& home) {
+    return home.empty() ? default_paths() : paths_under(home);
+}
+
 std::vector<std::filesystem::path> known_model_dirs() {
     std::vector<std::filesystem::path> candidates;
     if (auto c = env_path("LLAMA_CACHE"); !c.empty()) {
