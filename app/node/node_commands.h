@@ -1,0 +1,42 @@
+#pragma once
+// tandem-node's subcommands, one function each; each returns the process exit code.
+#include <cstdint>
+#include <string>
+
+#include "tandem/net/node_service.h"
+
+namespace tandem::node {
+
+struct CommonOptions {
+    std::string home;  // --home; default_home() when empty
+    std::string name;  // --name; host name when empty
+    uint16_t discovery_port = 47400;
+    int interval_ms = 1000;
+    int expiry_ms = 4000;
+    bool loopback = false;
+};
+
+net::DiscoveryConfig discovery_config(const CommonOptions& o);
+std::filesystem::path home_of(const CommonOptions& o);
+
+struct ServeOptions {
+    uint16_t port = 47401;
+    bool no_pairing = false;
+    bool no_devices = false;
+    std::string state_file;  // JSON snapshot for scripts and tests, rewritten on change
+};
+
+int run_serve(const CommonOptions& common, const ServeOptions& serve);
+int run_pair(const CommonOptions& common, const std::string& address, const std::string& code,
+             const std::string& expect_id);
+int run_peers(const CommonOptions& common);
+int run_unpair(const CommonOptions& common, const std::string& node_id);
+int run_discover(const CommonOptions& common, int seconds);
+int run_info(const std::string& address);
+int run_ping(const CommonOptions& common, const std::string& address, int count, size_t size);
+int run_id(const CommonOptions& common);
+
+// Exit code for a refusal by the other node (wrong code, not paired...), distinct from errors.
+inline constexpr int kExitRefused = 3;
+
+}  // namespace tandem::node
