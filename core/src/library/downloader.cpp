@@ -275,6 +275,8 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
 
         std::vector<std::thread> workers;
         std::atomic<size_t> finished{0};
+        std::mutex finished_mu;
+        std::condition_variable finished_cv;
         for (size_t i = 0; i < state.segments.size(); ++i) {
             RangeJob job{req.url,
                          fd.fd,
@@ -284,9 +286,11 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
                          &done[i],
                          remote.etag,
                          &run.transferred};
-            workers.emplace_back([&run, &finished, job] {
+            workers.emplace_back([&run, &finished, &finished_mu, &finished_cv, job] {
                 run.run_segment(job);
+                std::lock_guard lock(finished_mu);
                 ++finished;
+                finished_cv.notify_all();
             });
         }
 
@@ -294,9 +298,14 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
         std::deque<std::pair<Clock::time_point, uint64_t>> samples;
         auto last_save = Clock::now();
         auto last_progress = Clock::time_point{};
-        while (finished.load() < workers.size()) {
-            std::this_thread::sleep_for(
-                std::min(opt.progress_interval, std::chrono::milliseconds(100)));
+        for (;;) {
+            {
+                std::unique_lock lock(finished_mu);
+                if (finished_cv.wait_for(
+                        lock, std::min(opt.progress_interval, std::chrono::milliseconds(100)),
+                        [&] { return finished.load() == workers.size(); }))
+                    break;
+            }
             auto now = Clock::now();
             uint64_t d = snapshot();
             samples.emplace_back(now, d);
@@ -334,20 +343,32 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
             throw DownloadCancelled(what + ": cancelled (" + human(state.done_bytes()) + " of " +
                                     human(remote.size) + " kept for resume)");
 
-        if (::fsync(fd.fd) != 0)
-            throw Error(what + ": cannot flush " + part_path(req.dest).string() + ": " +
-                        std::strerror(errno));
-        ::close(fd.fd);
-        fd.fd = -1;
-
         if (progress) {
             DownloadProgress p;
             p.total = p.done = remote.size;
             p.verifying = true;
             progress(p);
         }
-        std::string hash =
-            sha256_file(part_path(req.dest), [&](uint64_t) { return !control->cancelled(); });
+        // Flushing to disk and hashing (from the page cache) overlap: both must finish before
+        // the rename, neither needs the other.
+        int fsync_errno = 0;
+        std::thread flusher([&] {
+            if (::fsync(fd.fd) != 0) fsync_errno = errno;
+        });
+        std::string hash;
+        try {
+            hash =
+                sha256_file(part_path(req.dest), [&](uint64_t) { return !control->cancelled(); });
+        } catch (...) {
+            flusher.join();
+            throw;
+        }
+        flusher.join();
+        if (fsync_errno != 0)
+            throw Error(what + ": cannot flush " + part_path(req.dest).string() + ": " +
+                        std::strerror(fsync_errno));
+        ::close(fd.fd);
+        fd.fd = -1;
         if (!req.expected_sha256.empty() && hash != req.expected_sha256) {
             remove_partial(req.dest);
             throw Error(what + ": sha256 mismatch: expected " + req.expected_sha256 + ", got " +
