@@ -10,8 +10,12 @@
 #include "tandem/quant/fp16.h"
 
 #if defined(__x86_64__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 #include <immintrin.h>
 
 namespace tandem::quant::avx2 {
@@ -131,7 +135,11 @@ void quant_q8_k(const float* x, void* dst, int64_t n) {
 }
 
 }  // namespace tandem::quant::avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #else
 #include "dequantize.h"

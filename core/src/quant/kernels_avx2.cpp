@@ -10,8 +10,12 @@
 
 #if defined(__x86_64__)
 // Everything compiled from here on may use AVX2; the headers above are compiled for the baseline.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 #include <immintrin.h>
 
 namespace tandem::quant {
@@ -28,8 +32,8 @@ const Kernels kTable[] = {
     TANDEM_ENTRY(Q4_1, Q8_1, Q4_1K), TANDEM_ENTRY(Q5_0, Q8_0, Q5_0K),
     TANDEM_ENTRY(Q5_1, Q8_1, Q5_1K), TANDEM_ENTRY(Q8_0, Q8_0, Q8_0K),
     TANDEM_ENTRY(Q4_K, Q8_K, Q4_KK), TANDEM_ENTRY(Q5_K, Q8_K, Q5_KK),
-    TANDEM_ENTRY(Q6_K, Q8_K, Q6_KK),
-    TANDEM_ENTRY(Q2_K, Q8_K, Q2_KK), TANDEM_ENTRY(Q3_K, Q8_K, Q3_KK),
+    TANDEM_ENTRY(Q6_K, Q8_K, Q6_KK), TANDEM_ENTRY(Q2_K, Q8_K, Q2_KK),
+    TANDEM_ENTRY(Q3_K, Q8_K, Q3_KK),
 };
 }  // namespace
 }  // namespace avx2
@@ -41,7 +45,11 @@ const Kernels* avx2_kernels(DType weight) {
 }
 
 }  // namespace tandem::quant
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #else
 namespace tandem::quant {

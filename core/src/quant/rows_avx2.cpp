@@ -8,8 +8,12 @@
 #include "tandem/quant/fp16.h"
 
 #if defined(__x86_64__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#endif
 #include <immintrin.h>
 
 namespace tandem::quant::avx2 {
@@ -86,7 +90,11 @@ void add_scaled_f32(const void* src, float w, float* acc, int64_t n) {
 }
 
 }  // namespace tandem::quant::avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #else
 #include "dequantize.h"
