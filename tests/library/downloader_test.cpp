@@ -110,6 +110,17 @@ TEST_F(DownloaderTest, ParallelSegmentsProduceTheHubsBytes) {
     for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].done, seen[i - 1].done);
 }
 
+TEST_F(DownloaderTest, EmptyFileIsFine) {
+    hub_->make_file(kRepo, "empty.txt", 0, 1);
+    DownloadRequest req;
+    req.url = HfClient(hub_->http()).resolve_url(kRepo, "main", "empty.txt");
+    req.dest = out_ / "empty.txt";
+    auto r = download_file(req, fast_options());
+    EXPECT_EQ(r.size, 0u);
+    EXPECT_EQ(r.sha256, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_TRUE(fs::exists(req.dest));
+}
+
 TEST_F(DownloaderTest, ConnectionCutMidSegmentIsResumedFromTheCut) {
     auto req = serve("cut.gguf", 2 * 1024 * 1024);
     hub_->fault("kind=cut&after=100000&times=3&match=cut.gguf");

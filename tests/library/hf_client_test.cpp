@@ -119,6 +119,40 @@ TEST_F(HfClientTest, GatedRepoNeedsTokenAndMissingRepoIsNamed) {
     }
 }
 
+TEST_F(HfClientTest, RequestsGoThroughTheConfiguredProxy) {
+    hub_->make_file("org/proxied", "p-Q4_0.gguf", 3000, 5);
+    auto opts = hub_->http();
+    // A host that does not resolve: only the proxy (the hub, which accepts absolute-URI
+    // requests) can answer.
+    opts.endpoint = "http://models.invalid";
+    opts.proxy = hub_->url();
+    auto files = HfClient(opts).list_files("org/proxied");
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_EQ(files[0].size, 3000u);
+    opts.proxy.clear();
+    EXPECT_THROW(HfClient(opts).list_files("org/proxied"), tandem::Error);
+}
+
+TEST_F(HfClientTest, TokenGoesToTheHubOnly) {
+    hub_->make_file("org/gated", "g-Q4_0.gguf", 3000, 6);
+    std::ofstream(root_ / "org/gated/.gated") << "";
+    auto opts = hub_->http();
+    opts.token = "secret-token";
+    HfClient(opts).list_files("org/gated");
+    // The same server under another name is another origin: no token for it.
+    auto other = opts;
+    other.endpoint = "http://localhost:" + std::to_string(hub_->port());
+    hub_->reset();
+    auto r = http_get(hub_->url() + "/api/models/org/gated/tree/main", other);
+    EXPECT_EQ(r.status, 401);
+    r = http_get(hub_->url() + "/api/models/org/gated/tree/main", opts);
+    EXPECT_EQ(r.status, 200);
+    auto stats = nlohmann::json::parse(hub_->control("stats"));
+    ASSERT_GE(stats["stats"]["requests"].size(), 2u);
+    EXPECT_EQ(stats["stats"]["requests"][0]["auth"], "");
+    EXPECT_EQ(stats["stats"]["requests"][1]["auth"], "Bearer secret-token");
+}
+
 TEST(HttpOptions, EnvironmentOverridesEndpointAndToken) {
     setenv("HF_ENDPOINT", "http://mirror.example/", 1);
     setenv("HF_TOKEN", "tok", 1);

@@ -199,6 +199,15 @@ std::optional<AttemptError> probe(const std::string& url, const HttpOptions& htt
     CURLcode rc = curl_easy_perform(easy.get());
     if (rc != CURLE_OK) return classify_curl(rc, easy, watch, url);
     long status = easy.status();
+    if (status == 416) {  // an empty file has no byte 0; the answer still tells the size
+        auto it = easy.headers().find("content-range");
+        unsigned long long total = 0;
+        if (it != easy.headers().end() &&
+            std::sscanf(it->second.c_str(), "bytes */%llu", &total) == 1 && total == 0) {
+            out = RemoteInfo{0, identity_of(easy), true};
+            return std::nullopt;
+        }
+    }
     if (auto err = classify_status(status, url, easy.headers())) return err;
     out = RemoteInfo{};
     out.etag = identity_of(easy);
