@@ -1,6 +1,8 @@
 // Conversation records: create, change, list order, archive, delete (with cascade).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "store_test_util.h"
@@ -119,4 +121,35 @@ TEST(StoreConversations, DeleteRemovesMessagesAndTheirIndexEntries) {
     EXPECT_EQ(hits[0].conversation_id, keep);
     EXPECT_EQ(store->integrity_check(), "ok");
     EXPECT_EQ(sql_one(store->path(), "PRAGMA foreign_key_check"), "<no row>");
+}
+
+TEST(StoreConversations, DefaultPathFollowsTheEnvironment) {
+    // Saved and restored: other tests of this process must not see the changes.
+    auto saved = [](const char* n) {
+        const char* v = std::getenv(n);
+        return v ? std::optional<std::string>(v) : std::nullopt;
+    };
+    auto restore = [](const char* n, const std::optional<std::string>& v) {
+        if (v)
+            setenv(n, v->c_str(), 1);
+        else
+            unsetenv(n);
+    };
+    auto db = saved("TANDEM_CHATS_DB"), home = saved("TANDEM_HOME"), xdg = saved("XDG_DATA_HOME"),
+         user = saved("HOME");
+    unsetenv("TANDEM_CHATS_DB");
+    unsetenv("TANDEM_HOME");
+    unsetenv("XDG_DATA_HOME");
+    setenv("HOME", "/home/someone", 1);
+    EXPECT_EQ(ChatStore::default_path(), "/home/someone/.local/share/tandem/chats.db");
+    setenv("XDG_DATA_HOME", "/data", 1);
+    EXPECT_EQ(ChatStore::default_path(), "/data/tandem/chats.db");
+    setenv("TANDEM_HOME", "/opt/tandem", 1);
+    EXPECT_EQ(ChatStore::default_path(), "/opt/tandem/chats.db");
+    setenv("TANDEM_CHATS_DB", "/tmp/x.db", 1);
+    EXPECT_EQ(ChatStore::default_path(), "/tmp/x.db");
+    restore("TANDEM_CHATS_DB", db);
+    restore("TANDEM_HOME", home);
+    restore("XDG_DATA_HOME", xdg);
+    restore("HOME", user);
 }

@@ -225,3 +225,18 @@ TEST(StoreMessages, DeletingTheConversationWhileStreamingIsNotACrash) {
     EXPECT_NO_THROW(s.finish());  // nothing left to save; logged
     EXPECT_EQ(sql_one(store->path(), "SELECT count(*) FROM messages"), "0");
 }
+
+TEST(StoreMessages, RegeneratingInAnUnselectedBranchSelectsThatBranch) {
+    auto store = tandem::test::fresh_store("msg-regen-old");
+    int64_t c = store->create_conversation({"t"});
+    int64_t q1 = store->append_user_message(c, "Q1");
+    store->append_message(c, Role::Assistant, "A1");
+    int64_t q1b = store->edit_message(q1, "Q1 edited");  // the path is now just "Q1 edited"
+    ASSERT_EQ(contents(store->active_path(c)), (Strings{"Q1 edited"}));
+    auto again = store->begin_assistant_message(c, "m", q1);  // regenerate A1 under the old Q1
+    again.append("A1 regenerated");
+    again.finish();
+    EXPECT_EQ(contents(store->active_path(c)), (Strings{"Q1", "A1 regenerated"}));
+    store->select_branch(q1b);
+    EXPECT_EQ(contents(store->active_path(c)), (Strings{"Q1 edited"}));
+}

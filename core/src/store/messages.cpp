@@ -107,6 +107,27 @@ void select_child(sql::Db& db, int64_t conversation_id, std::optional<int64_t> p
     }
 }
 
+namespace {
+
+// Makes `id` and every ancestor the selected child of its parent, so the active path runs
+// through `id` even when it sits in a branch that was not selected (a search hit, a
+// regeneration of an older reply).
+void select_with_ancestors(sql::Db& db, int64_t conversation_id, int64_t id) {
+    std::optional<int64_t> current = id;
+    sql::Statement parent_of(db, "SELECT parent_id FROM messages WHERE id = ?");
+    for (int guard = 0; current && guard < 1000000; ++guard) {
+        parent_of.reset();
+        parent_of.bind(1, *current);
+        if (!parent_of.step()) break;
+        auto parent = parent_of.opt_int64(0);
+        parent_of.reset();
+        select_child(db, conversation_id, parent, *current);
+        current = parent;
+    }
+}
+
+}  // namespace
+
 int64_t ChatStore::append_message(int64_t conversation_id, Role role, const std::string& content) {
     std::lock_guard lock(impl_->write_mu);
     sql::Db& db = impl_->write_db();
@@ -136,7 +157,7 @@ AssistantStream ChatStore::begin_assistant_message(int64_t conversation_id,
     int64_t now = now_ms();
     int64_t id = insert_message(db, conversation_id, parent_id, Role::Assistant, "",
                                 MessageStatus::Streaming, model, now);
-    select_child(db, conversation_id, parent_id, id);
+    select_with_ancestors(db, conversation_id, id);
     touch_conversation(db, conversation_id, now);
     tx.commit();
     return AssistantStream(this, id);
@@ -150,7 +171,7 @@ int64_t ChatStore::edit_message(int64_t message_id, const std::string& content) 
     int64_t now = now_ms();
     int64_t id = insert_message(db, old.conversation_id, old.parent_id, old.role, content,
                                 MessageStatus::Complete, old.model, now);
-    select_child(db, old.conversation_id, old.parent_id, id);
+    select_with_ancestors(db, old.conversation_id, id);
     touch_conversation(db, old.conversation_id, now);
     tx.commit();
     return id;
@@ -160,17 +181,8 @@ void ChatStore::select_branch(int64_t message_id) {
     std::lock_guard lock(impl_->write_mu);
     sql::Db& db = impl_->write_db();
     sql::Transaction tx(db);
-    // Selecting a message deep in another branch (a search hit) selects its ancestors too.
-    std::optional<int64_t> id = message_id;
     Message m = message_in(db, message_id);
-    for (int guard = 0; id && guard < 1000000; ++guard) {
-        sql::Statement st(db, "SELECT parent_id FROM messages WHERE id = ?");
-        st.bind(1, *id);
-        st.step();
-        auto parent = st.opt_int64(0);
-        select_child(db, m.conversation_id, parent, *id);
-        id = parent;
-    }
+    select_with_ancestors(db, m.conversation_id, message_id);
     tx.commit();
 }
 

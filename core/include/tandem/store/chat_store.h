@@ -74,12 +74,12 @@ class ChatStore {
         return append_message(conversation_id, Role::User, content);
     }
     // Starts an assistant message (status Streaming, saved at once) as a child of `parent_id`
-    // (default: the end of the active path) and selects it. Giving the parent of an existing
-    // reply regenerates it: the new message becomes a sibling branch.
+    // (default: the end of the active path) and selects it and its ancestors. Giving the parent
+    // of an existing reply regenerates it: the new message becomes a sibling branch.
     AssistantStream begin_assistant_message(int64_t conversation_id, const std::string& model,
                                             std::optional<int64_t> parent_id = std::nullopt);
-    // An edit: a new sibling of `message_id` (same parent and role) with `content`, selected;
-    // the old branch stays reachable. Returns the new id.
+    // An edit: a new sibling of `message_id` (same parent and role) with `content`, selected
+    // (with its ancestors); the old branch stays reachable. Returns the new id.
     int64_t edit_message(int64_t message_id, const std::string& content);
     // Makes `message_id` the selected child of its parent (or the selected root).
     void select_branch(int64_t message_id);
