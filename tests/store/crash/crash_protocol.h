@@ -10,7 +10,9 @@
 
 namespace tandem::test::crash {
 
-inline std::string assistant_piece(int k) { return "t" + std::to_string(k) + " "; }
+inline std::string assistant_piece(int k) {
+    return "t" + std::to_string(k) + " ";
+}
 
 // The first `length` bytes of "t0 t1 t2 ...".
 inline std::string assistant_text(size_t length) {
