@@ -23,9 +23,10 @@ enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 // ---- Rows -------------------------------------------------------------------------------------
 // n is the element count of the row; it must be a multiple of the type's block size. Unsupported
 // types and bad n throw tandem::Error naming the type.
-bool can_dequantize(
-    DType t);                // F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K
-bool can_quantize(DType t);  // F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K
+// Dequantise: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K.
+bool can_dequantize(DType t);
+// Quantise: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K.
+bool can_quantize(DType t);
 // src holds row_bytes(t, n) bytes.
 void dequantize_row(DType t, const void* src, float* dst, int64_t n);
 // Reference quantisers, bit for bit those of ggml (and of the gguf Python package where it has
@@ -110,7 +111,8 @@ class Activations {
 
 // y[t * y_stride + r] = dot(row r of w, token t of x) for r in [row_begin, row_end) and every
 // token of x. w: [n_out, n_in] in type wt, row r at byte r * row_bytes(wt, n_in). x must have been
-// prepared for wt with the same n_in. Tokens are processed in tiles of kMaxTokenTile per row load.
+// prepared for wt with the same n_in. Rows are walked in L1-sized blocks and tokens in tiles of
+// kMaxTokenTile, so each weight row is read from memory once per call.
 void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t row_end,
             const Activations& x, float* y, int64_t y_stride, Isa isa = default_isa());
 // Convenience for single-threaded callers: prepares the activations itself. x: [n_tokens, n_in].
