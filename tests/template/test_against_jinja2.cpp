@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixtures.h"
+#include "jinja2_reference.h"
 #include "tandem/template/template.h"
 
 namespace {
@@ -329,76 +330,16 @@ const Case kCases[] = {
      R"({"message": {"content": [{"type": "text", "text": "hello"}, {"type": "image"}]}})"},
 };
 
-std::string read_file(const std::filesystem::path& p) {
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
-tandem::RenderOptions reference_options(const Case& c) {
-    tandem::RenderOptions o;
-    o.trim_blocks = c.trim_blocks;
-    o.lstrip_blocks = c.lstrip_blocks;
-    std::tm tm{};
-    tm.tm_year = 2026 - 1900;
-    tm.tm_mon = 0;
-    tm.tm_mday = 15;
-    tm.tm_hour = 12;
-    o.now = std::chrono::system_clock::from_time_t(timegm(&tm));
-    return o;
-}
-
 TEST(AgainstJinja2, TrickySemanticsMatchPythonJinja2) {
-    std::string py = tandem::test::python();
-    if (py.empty())
-        GTEST_SKIP() << "Python with jinja2 not found (packaging/install-deps.sh makes it)";
-    auto script = tandem::test::source_dir() / "tests" / "template" / "jinja_reference.py";
-    ASSERT_TRUE(std::filesystem::exists(script)) << script;
-    auto dir = tandem::test::temp_dir("jinja2");
-    ojson input = ojson::array();
+    std::vector<tandem::test::JinjaCase> cases;
     for (const auto& c : kCases)
-        input.push_back({{"template", c.tmpl},
-                         {"context", ojson::parse(c.context)},
-                         {"trim_blocks", c.trim_blocks},
-                         {"lstrip_blocks", c.lstrip_blocks}});
-    std::ofstream(dir / "in.json") << input.dump();
-    std::string cmd = "'" + py + "' '" + script.string() + "' '" + (dir / "in.json").string() +
-                      "' '" + (dir / "out.json").string() + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    ojson results = ojson::parse(read_file(dir / "out.json"));
-    ASSERT_EQ(results.size(), std::size(kCases));
-
-    int outputs = 0, errors = 0;
-    for (size_t i = 0; i < std::size(kCases); ++i) {
-        const Case& c = kCases[i];
-        SCOPED_TRACE("case " + std::to_string(i) + ": " + ojson(c.tmpl).dump() + " with " +
-                     c.context);
-        const auto& ref = results[i];
-        if (ref.contains("error")) {
-            ++errors;
-            try {
-                std::string got =
-                    tandem::render_template(c.tmpl, ojson::parse(c.context), reference_options(c));
-                ADD_FAILURE() << "Jinja2 raised " << ref["error"].get<std::string>()
-                              << " but we rendered " << ojson(got).dump();
-            } catch (const tandem::TemplateError&) {
-            }
-            continue;
-        }
-        ++outputs;
-        try {
-            std::string got =
-                tandem::render_template(c.tmpl, ojson::parse(c.context), reference_options(c));
-            EXPECT_EQ(ojson(got).dump(), ojson(ref["output"].get<std::string>()).dump());
-        } catch (const tandem::TemplateError& e) {
-            ADD_FAILURE() << "we raised " << e.what() << " but Jinja2 rendered "
-                          << ref["output"].dump();
-        }
-    }
+        cases.push_back({c.tmpl, ojson::parse(c.context), c.trim_blocks, c.lstrip_blocks});
+    auto r = tandem::test::compare_with_jinja2(cases);
+    if (r.skipped)
+        GTEST_SKIP() << "Python with jinja2 not found (packaging/install-deps.sh makes it)";
     // Both kinds are exercised.
-    EXPECT_GT(outputs, 140);
-    EXPECT_GT(errors, 40);
+    EXPECT_GT(r.outputs, 140);
+    EXPECT_GT(r.errors, 40);
 }
 
 }  // namespace
