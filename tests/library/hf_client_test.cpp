@@ -62,10 +62,14 @@ TEST_F(HfClientTest, SearchSendsFilterSortAndLimitAndParsesModels) {
     EXPECT_EQ(all[1].id, "Qwen/Qwen2.5-7B-Instruct-GGUF");
 
     auto stats = nlohmann::json::parse(hub_->control("stats"));
-    bool saw = false;
+    std::vector<std::string> queries;
     for (const auto& r : stats["stats"]["requests"])
-        if (r["path"] == "/api/models") saw = true;
-    EXPECT_TRUE(saw);
+        if (r["path"] == "/api/models") queries.push_back(r["query"]);
+    ASSERT_EQ(queries.size(), 2u);
+    EXPECT_EQ(queries[0],
+              "search=llama&sort=likes&direction=-1&limit=5&filter=gguf&expand=downloads&"
+              "expand=likes&expand=lastModified&expand=tags");
+    EXPECT_EQ(queries[1].find("filter="), std::string::npos);
     EXPECT_THROW(parse_search_sort("stars"), tandem::Error);
 }
 

@@ -103,7 +103,8 @@ class Handler(BaseHTTPRequestHandler):
         q = dict(urllib.parse.parse_qsl(url.query))
         parts = [urllib.parse.unquote(p) for p in url.path.split("/")[1:]]
         with LOCK:
-            STATS["requests"].append({"path": url.path, "range": self.headers.get("Range", ""),
+            STATS["requests"].append({"path": url.path, "query": url.query,
+                                      "range": self.headers.get("Range", ""),
                                       "auth": self.headers.get("Authorization", "")})
         try:
             if parts[0] == "_control":

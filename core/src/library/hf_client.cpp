@@ -85,6 +85,9 @@ std::vector<ModelSummary> HfClient::search(const std::string& query, SearchSort 
     std::string url = options_.endpoint + "/api/models?search=" + url_escape(query) +
                       "&sort=" + sort_key + "&direction=-1&limit=" + std::to_string(limit);
     if (gguf_only) url += "&filter=gguf";
+    // Without expand the hub leaves lastModified out of list answers (repeated key, as
+    // huggingface_hub sends it).
+    url += "&expand=downloads&expand=likes&expand=lastModified&expand=tags";
     auto r = http_get(url, options_);
     check_status(r, "search '" + query + "'");
     auto j = parse_json(r, "search '" + query + "'");
