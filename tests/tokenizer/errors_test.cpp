@@ -65,6 +65,36 @@ TEST(VocabErrors, HfFolders) {
               std::string::npos);
 }
 
+// Fields of the wrong JSON type: an Error naming the file, never a JSON library exception.
+TEST(VocabErrors, MistypedJsonFields) {
+    const auto dir = tandem::test::temp_dir("tok-json-types");
+    write(
+        dir / "tokenizer.json",
+        R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": [["a", 7]]}})");
+    std::string e = error_of([&] { load_hf_vocab(dir); });
+    EXPECT_NE(e.find("tokenizer.json: unexpected content"), std::string::npos) << e;
+    write(dir / "tokenizer.json",
+          R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+              "pre_tokenizer": {"type": "ByteLevel"},
+              "added_tokens": [{"id": "one", "content": "<s>"}]})");
+    e = error_of([&] { load_hf_vocab(dir); });
+    EXPECT_NE(e.find("tokenizer.json: unexpected content"), std::string::npos) << e;
+    write(dir / "tokenizer.json", R"({"model": {"type": "Unigram", "vocab": [["a", 0.0]]}})");
+    e = error_of([&] { load_hf_vocab(dir); });
+    EXPECT_NE(e.find("model type 'Unigram' is not supported"), std::string::npos) << e;
+    write(dir / "tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})");
+    e = error_of([&] { load_hf_vocab(dir); });
+    EXPECT_NE(e.find("tokenizer.json: byte-level BPE without a pre-tokenizer"), std::string::npos)
+        << e;
+    std::filesystem::remove(dir / "tokenizer.json");
+    write(dir / "vocab.json", "{\"a\": 0, \"b\": 1, \"ab\": 2}");
+    write(dir / "merges.txt", "a b\n");
+    write(dir / "tokenizer_config.json",
+          R"({"added_tokens_decoder": {"3": {"content": "<x>", "special": "yes"}}})");
+    e = error_of([&] { load_hf_vocab(dir, "gpt-2"); });
+    EXPECT_NE(e.find("tokenizer_config.json: unexpected content"), std::string::npos) << e;
+}
+
 TEST(VocabErrors, GgufMissingAndMistypedKeys) {
     const auto dir = tandem::test::temp_dir("tok-gguf-errors");
     {

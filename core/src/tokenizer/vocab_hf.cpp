@@ -34,6 +34,16 @@ json read_json(const fs::path& p) {
     }
 }
 
+// Runs f, turning a JSON type error (a field of the wrong type) into an Error naming the file.
+template <typename F>
+void reading(const fs::path& p, F&& f) {
+    try {
+        f();
+    } catch (const json::exception& e) {
+        throw Error("tokenizer: " + p.string() + ": unexpected content: " + e.what());
+    }
+}
+
 // A special-token field of tokenizer_config.json / special_tokens_map.json: a string, an
 // AddedToken object {"content": ...}, or null.
 std::string token_text(const json& j) {
@@ -106,6 +116,8 @@ void collect_regexes(const json& pt, std::vector<std::string>& out, const fs::pa
 }
 
 std::string pre_from_regexes(const std::vector<std::string>& regexes, const fs::path& src) {
+    if (regexes.empty())
+        throw Error("tokenizer: " + src.string() + ": byte-level BPE without a pre-tokenizer");
     // Preference order: names as llama.cpp's converter writes them.
     static const char* kNames[] = {"llama-bpe",      "qwen2",  "gpt-2",     "deepseek-llm",
                                    "deepseek-coder", "falcon", "starcoder", "default",
@@ -241,6 +253,60 @@ void read_tokenizer_json(Vocab& v, const fs::path& p) {
     read_post_processor(v, j.value("post_processor", json::object()));
 }
 
+// One of tokenizer_config.json / special_tokens_map.json.
+void read_config_file(Vocab& v, const json& j, const fs::path& p, std::string& tokenizer_class) {
+    if (j.contains("added_tokens_decoder")) {
+        for (const auto& [key, t] : j["added_tokens_decoder"].items()) {
+            size_t id;
+            try {
+                id = std::stoul(key);
+            } catch (const std::exception&) {
+                throw Error("tokenizer: " + p.string() + ": added_tokens_decoder key '" + key +
+                            "' is not an id");
+            }
+            const std::string text = token_text(t);
+            if (text.empty()) continue;
+            const bool special = t.value("special", false) || looks_special(text);
+            if (id < v.types.size() && v.tokens[id] == text && v.types[id] == TokenType::Unknown)
+                continue;
+            place(v, id, text, special ? TokenType::Control : TokenType::UserDefined);
+        }
+        if (!v.scores.empty()) v.scores.resize(v.tokens.size(), 0.0f);
+    }
+    const struct {
+        const char* key;
+        int32_t Vocab::*field;
+    } ids[] = {{"bos_token", &Vocab::bos_id},
+               {"eos_token", &Vocab::eos_id},
+               {"unk_token", &Vocab::unk_id},
+               {"pad_token", &Vocab::pad_id}};
+    for (const auto& k : ids) {
+        if (!j.contains(k.key)) continue;
+        const std::string text = token_text(j[k.key]);
+        if (text.empty()) continue;
+        const int32_t id = id_of(v, text);
+        if (id < 0)
+            throw Error("tokenizer: " + p.string() + ": " + k.key + " '" + text +
+                        "' is not in the vocabulary");
+        v.*k.field = id;
+    }
+    if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean())
+        v.add_bos = j["add_bos_token"].get<bool>();
+    if (j.contains("add_eos_token") && j["add_eos_token"].is_boolean())
+        v.add_eos = j["add_eos_token"].get<bool>();
+    if (j.contains("tokenizer_class") && j["tokenizer_class"].is_string())
+        tokenizer_class = j["tokenizer_class"].get<std::string>();
+    if (j.contains("chat_template")) {
+        const json& ct = j["chat_template"];
+        if (ct.is_string()) {
+            v.chat_template = ct.get<std::string>();
+        } else if (ct.is_array()) {  // named templates: the "default" one
+            for (const auto& t : ct)
+                if (t.value("name", "") == "default") v.chat_template = t.value("template", "");
+        }
+    }
+}
+
 void read_tokenizer_config(Vocab& v, const fs::path& folder, std::string& tokenizer_class) {
     // special_tokens_map.json first; tokenizer_config.json overrides.
     for (const char* name : {"special_tokens_map.json", "tokenizer_config.json"}) {
@@ -248,57 +314,7 @@ void read_tokenizer_config(Vocab& v, const fs::path& folder, std::string& tokeni
         if (!fs::exists(p)) continue;
         const json j = read_json(p);
         if (!j.is_object()) throw Error("tokenizer: " + p.string() + ": not a JSON object");
-        if (j.contains("added_tokens_decoder")) {
-            for (const auto& [key, t] : j["added_tokens_decoder"].items()) {
-                size_t id;
-                try {
-                    id = std::stoul(key);
-                } catch (const std::exception&) {
-                    throw Error("tokenizer: " + p.string() + ": added_tokens_decoder key '" + key +
-                                "' is not an id");
-                }
-                const std::string text = token_text(t);
-                if (text.empty()) continue;
-                const bool special = t.value("special", false) || looks_special(text);
-                if (id < v.types.size() && v.tokens[id] == text &&
-                    v.types[id] == TokenType::Unknown)
-                    continue;
-                place(v, id, text, special ? TokenType::Control : TokenType::UserDefined);
-            }
-            if (!v.scores.empty()) v.scores.resize(v.tokens.size(), 0.0f);
-        }
-        const struct {
-            const char* key;
-            int32_t Vocab::*field;
-        } ids[] = {{"bos_token", &Vocab::bos_id},
-                   {"eos_token", &Vocab::eos_id},
-                   {"unk_token", &Vocab::unk_id},
-                   {"pad_token", &Vocab::pad_id}};
-        for (const auto& k : ids) {
-            if (!j.contains(k.key)) continue;
-            const std::string text = token_text(j[k.key]);
-            if (text.empty()) continue;
-            const int32_t id = id_of(v, text);
-            if (id < 0)
-                throw Error("tokenizer: " + p.string() + ": " + k.key + " '" + text +
-                            "' is not in the vocabulary");
-            v.*k.field = id;
-        }
-        if (j.contains("add_bos_token") && j["add_bos_token"].is_boolean())
-            v.add_bos = j["add_bos_token"].get<bool>();
-        if (j.contains("add_eos_token") && j["add_eos_token"].is_boolean())
-            v.add_eos = j["add_eos_token"].get<bool>();
-        if (j.contains("tokenizer_class") && j["tokenizer_class"].is_string())
-            tokenizer_class = j["tokenizer_class"].get<std::string>();
-        if (j.contains("chat_template")) {
-            const json& ct = j["chat_template"];
-            if (ct.is_string()) {
-                v.chat_template = ct.get<std::string>();
-            } else if (ct.is_array()) {  // named templates: the "default" one
-                for (const auto& t : ct)
-                    if (t.value("name", "") == "default") v.chat_template = t.value("template", "");
-            }
-        }
+        reading(p, [&] { read_config_file(v, j, p, tokenizer_class); });
     }
     // Newer transformers keep the template in its own file.
     if (v.chat_template.empty() && fs::exists(folder / "chat_template.jinja"))
@@ -319,13 +335,18 @@ Vocab load_hf_vocab(const fs::path& folder, const std::string& pre) {
     std::string tokenizer_class;
     bool from_tokenizer_json = false;
     if (fs::exists(folder / "tokenizer.json")) {
-        read_tokenizer_json(v, folder / "tokenizer.json");
+        reading(folder / "tokenizer.json",
+                [&] { read_tokenizer_json(v, folder / "tokenizer.json"); });
         from_tokenizer_json = true;
     } else if (fs::exists(folder / "vocab.json") && fs::exists(folder / "merges.txt")) {
-        read_token_map(v, read_json(folder / "vocab.json"), folder / "vocab.json");
+        reading(folder / "vocab.json", [&] {
+            read_token_map(v, read_json(folder / "vocab.json"), folder / "vocab.json");
+        });
         read_merges_txt(v, folder / "merges.txt");
     } else if (fs::exists(folder / "encoder.json") && fs::exists(folder / "vocab.bpe")) {
-        read_token_map(v, read_json(folder / "encoder.json"), folder / "encoder.json");
+        reading(folder / "encoder.json", [&] {
+            read_token_map(v, read_json(folder / "encoder.json"), folder / "encoder.json");
+        });
         read_merges_txt(v, folder / "vocab.bpe");
     } else if (fs::exists(folder / "tokenizer.model")) {
         throw Error("tokenizer: " + folder.string() +
