@@ -43,7 +43,8 @@ const Matrix& matrix(DType t, int64_t n_tokens, int64_t n_in) {
     // so quantise 64 distinct rows and repeat them.
     for (int64_t r = 0; r < kOut; ++r) {
         if (r < 64 && !q::can_quantize(t)) {
-            // No quantiser (Q2_K, Q3_K): random bytes; the kernels' speed does not depend on them.
+            // No quantiser (Q2_K, Q3_K, IQ4_*): random bytes; the kernels' speed does not depend on
+            // them.
             for (size_t b = 0; b < rb; ++b) m.bytes[r * rb + b] = static_cast<uint8_t>(rng());
         } else if (r < 64) {
             for (auto& v : row) v = normal(rng);
@@ -80,9 +81,9 @@ void run(benchmark::State& state, DType t, q::Isa isa, int64_t n_tokens, int64_t
     state.SetLabel(std::string(q::isa_name(q::kernels(t, isa).isa)));
 }
 
-const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
-                        DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K, DType::Q3_K,
-                        DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,   DType::Q4_0,
+                        DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q2_K,   DType::Q3_K,
+                        DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 int register_all() {
     for (DType t : kTypes) {

@@ -20,12 +20,13 @@ struct TypeCase {
 
 const std::vector<TypeCase>& dequant_cases() {
     static const std::vector<TypeCase> cases = {
-        {DType::F16, "F16", {}},       {DType::BF16, "BF16", {}},
-        {DType::Q4_0, "Q4_0", {0}},    {DType::Q4_1, "Q4_1", {0, 2}},
-        {DType::Q5_0, "Q5_0", {0}},    {DType::Q5_1, "Q5_1", {0, 2}},
-        {DType::Q8_0, "Q8_0", {0}},    {DType::Q2_K, "Q2_K", {80, 82}},
-        {DType::Q3_K, "Q3_K", {108}},  {DType::Q4_K, "Q4_K", {0, 2}},
-        {DType::Q5_K, "Q5_K", {0, 2}}, {DType::Q6_K, "Q6_K", {208}},
+        {DType::F16, "F16", {}},        {DType::BF16, "BF16", {}},
+        {DType::Q4_0, "Q4_0", {0}},     {DType::Q4_1, "Q4_1", {0, 2}},
+        {DType::Q5_0, "Q5_0", {0}},     {DType::Q5_1, "Q5_1", {0, 2}},
+        {DType::Q8_0, "Q8_0", {0}},     {DType::Q2_K, "Q2_K", {80, 82}},
+        {DType::Q3_K, "Q3_K", {108}},   {DType::Q4_K, "Q4_K", {0, 2}},
+        {DType::Q5_K, "Q5_K", {0, 2}},  {DType::Q6_K, "Q6_K", {208}},
+        {DType::IQ4_NL, "IQ4_NL", {0}}, {DType::IQ4_XS, "IQ4_XS", {0}},
     };
     return cases;
 }

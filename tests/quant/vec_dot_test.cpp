@@ -17,9 +17,9 @@
 namespace tandem::quant::test {
 namespace {
 
-const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
-                        DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                        DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,
+                        DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,   DType::Q3_K,
+                        DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 std::vector<Isa> supported_isas() {
     std::vector<Isa> v;
@@ -29,7 +29,7 @@ std::vector<Isa> supported_isas() {
 }
 
 // A weight row of type t: quantised from random values where we have a quantiser, else random
-// bytes with sane f16 super-block scales (Q2_K, Q3_K).
+// bytes with sane f16 super-block scales (Q2_K, Q3_K, IQ4_NL, IQ4_XS).
 std::vector<uint8_t> weight_row(DType t, int64_t n, uint32_t seed) {
     std::vector<uint8_t> row(row_bytes(t, static_cast<uint64_t>(n)));
     if (can_quantize(t)) {
@@ -41,8 +41,9 @@ std::vector<uint8_t> weight_row(DType t, int64_t n, uint32_t seed) {
     std::uniform_int_distribution<int> byte(0, 255);
     for (auto& b : row) b = static_cast<uint8_t>(byte(rng));
     const auto& tr = dtype_traits(t);
-    std::vector<int> f16_fields =
-        t == DType::Q2_K ? std::vector<int>{80, 82} : std::vector<int>{108};
+    const std::vector<int> f16_fields = t == DType::Q2_K   ? std::vector<int>{80, 82}
+                                        : t == DType::Q3_K ? std::vector<int>{108}
+                                                           : std::vector<int>{0};  // IQ4_NL, IQ4_XS
     std::uniform_real_distribution<float> scale(-0.1f, 0.1f);
     for (size_t b = 0; b < row.size() / tr.block_bytes; ++b)
         for (int off : f16_fields) {

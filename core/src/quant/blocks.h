@@ -67,6 +67,21 @@ struct BlockQ8_K {
     int16_t bsums[QK_K / 16];
 };
 
+// IQ4_NL / IQ4_XS: 4-bit indices into a fixed non-linear table of int8 values.
+inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+struct BlockIQ4_NL {
+    uint16_t d;
+    uint8_t qs[QK / 2];  // nibble layout as Q4_0
+};
+struct BlockIQ4_XS {
+    uint16_t d;
+    uint16_t scales_h;     // top 2 bits of the 8 sub-block scales
+    uint8_t scales_l[4];   // low 4 bits, two per byte
+    uint8_t qs[QK_K / 2];  // per 32-element sub-block: 16 bytes laid out as Q4_0
+};
+
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&
@@ -82,6 +97,13 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
         sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
         m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
     }
+}
+
+// Scale of sub-block ib (0..7) of an IQ4_XS block: 6 bits, minus 32.
+inline int iq4xs_scale(const BlockIQ4_XS& b, int ib) {
+    const int low = (b.scales_l[ib / 2] >> (4 * (ib % 2))) & 0xF;
+    const int high = (b.scales_h >> (2 * ib)) & 3;
+    return (low | (high << 4)) - 32;
 }
 
 // The 16 signed 6-bit scales of a Q3_K block (each minus 32).

@@ -198,6 +198,32 @@ void dequant_q6_k(const void* src, float* y, int64_t n) {
     }
 }
 
+void dequant_iq4_nl(const void* src, float* y, int64_t n) {
+    const auto* b = static_cast<const BlockIQ4_NL*>(src);
+    for (int64_t i = 0; i < n / QK; ++i, y += QK) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int j = 0; j < QK / 2; ++j) {
+            y[j] = d * static_cast<float>(kIQ4Values[b[i].qs[j] & 0xF]);
+            y[j + 16] = d * static_cast<float>(kIQ4Values[b[i].qs[j] >> 4]);
+        }
+    }
+}
+
+void dequant_iq4_xs(const void* src, float* y, int64_t n) {
+    const auto* b = static_cast<const BlockIQ4_XS*>(src);
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        const float d = fp16_to_fp32(b[i].d);
+        for (int ib = 0; ib < 8; ++ib, y += 32) {
+            const float dl = d * static_cast<float>(iq4xs_scale(b[i], ib));
+            const uint8_t* qs = b[i].qs + 16 * ib;
+            for (int j = 0; j < 16; ++j) {
+                y[j] = dl * static_cast<float>(kIQ4Values[qs[j] & 0xF]);
+                y[j + 16] = dl * static_cast<float>(kIQ4Values[qs[j] >> 4]);
+            }
+        }
+    }
+}
+
 void dequant_q8_k(const void* src, float* y, int64_t n) {
     const auto* b = static_cast<const BlockQ8_K*>(src);
     for (int64_t i = 0; i < n / QK_K; ++i, y += QK_K)

@@ -17,6 +17,8 @@ void dequant_q4_k(const void* src, float* y, int64_t n);
 void dequant_q5_k(const void* src, float* y, int64_t n);
 void dequant_q6_k(const void* src, float* y, int64_t n);
 void dequant_q8_k(const void* src, float* y, int64_t n);
+void dequant_iq4_nl(const void* src, float* y, int64_t n);
+void dequant_iq4_xs(const void* src, float* y, int64_t n);
 
 void quant_f16(const float* x, void* dst, int64_t n);
 void quant_bf16(const float* x, void* dst, int64_t n);

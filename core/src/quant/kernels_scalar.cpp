@@ -244,19 +244,54 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
     return acc;
 }
 
+float dot_iq4_nl(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockIQ4_NL*>(w);
+    const auto* y = static_cast<const BlockQ8_0*>(a);
+    float acc = 0;
+    for (int64_t i = 0; i < n / QK; ++i) {
+        int sumi = 0;
+        for (int j = 0; j < 16; ++j) {
+            sumi += kIQ4Values[x[i].qs[j] & 0xF] * y[i].qs[j];
+            sumi += kIQ4Values[x[i].qs[j] >> 4] * y[i].qs[j + 16];
+        }
+        acc += static_cast<float>(sumi) * (fp16_to_fp32(x[i].d) * fp16_to_fp32(y[i].d));
+    }
+    return acc;
+}
+
+float dot_iq4_xs(int64_t n, const void* w, const void* a) {
+    const auto* x = static_cast<const BlockIQ4_XS*>(w);
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    float acc = 0;
+    for (int64_t i = 0; i < n / QK_K; ++i) {
+        int isum = 0;
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t* qs = x[i].qs + 16 * ib;
+            const int8_t* q8 = y[i].qs + 32 * ib;
+            int s = 0;
+            for (int j = 0; j < 16; ++j)
+                s += kIQ4Values[qs[j] & 0xF] * q8[j] + kIQ4Values[qs[j] >> 4] * q8[j + 16];
+            isum += iq4xs_scale(x[i], ib) * s;
+        }
+        acc += y[i].d * fp16_to_fp32(x[i].d) * static_cast<float>(isum);
+    }
+    return acc;
+}
+
 template <float (*Dot)(int64_t, const void*, const void*)>
 constexpr Kernels make(DType t, DType act) {
     return Kernels{t, act, Isa::Scalar, Dot, tile_by_rows<Dot>};
 }
 
 constexpr Kernels kTable[] = {
-    make<dot_f32>(DType::F32, DType::F32),    make<dot_f16>(DType::F16, DType::F32),
-    make<dot_bf16>(DType::BF16, DType::F32),  make<dot_q4_0>(DType::Q4_0, DType::Q8_0),
-    make<dot_q4_1>(DType::Q4_1, DType::Q8_1), make<dot_q5_0>(DType::Q5_0, DType::Q8_0),
-    make<dot_q5_1>(DType::Q5_1, DType::Q8_1), make<dot_q8_0>(DType::Q8_0, DType::Q8_0),
-    make<dot_q2_k>(DType::Q2_K, DType::Q8_K), make<dot_q3_k>(DType::Q3_K, DType::Q8_K),
-    make<dot_q4_k>(DType::Q4_K, DType::Q8_K), make<dot_q5_k>(DType::Q5_K, DType::Q8_K),
-    make<dot_q6_k>(DType::Q6_K, DType::Q8_K),
+    make<dot_f32>(DType::F32, DType::F32),        make<dot_f16>(DType::F16, DType::F32),
+    make<dot_bf16>(DType::BF16, DType::F32),      make<dot_q4_0>(DType::Q4_0, DType::Q8_0),
+    make<dot_q4_1>(DType::Q4_1, DType::Q8_1),     make<dot_q5_0>(DType::Q5_0, DType::Q8_0),
+    make<dot_q5_1>(DType::Q5_1, DType::Q8_1),     make<dot_q8_0>(DType::Q8_0, DType::Q8_0),
+    make<dot_q2_k>(DType::Q2_K, DType::Q8_K),     make<dot_q3_k>(DType::Q3_K, DType::Q8_K),
+    make<dot_q4_k>(DType::Q4_K, DType::Q8_K),     make<dot_q5_k>(DType::Q5_K, DType::Q8_K),
+    make<dot_q6_k>(DType::Q6_K, DType::Q8_K),     make<dot_iq4_nl>(DType::IQ4_NL, DType::Q8_0),
+    make<dot_iq4_xs>(DType::IQ4_XS, DType::Q8_K),
 };
 
 }  // namespace

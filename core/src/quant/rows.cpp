@@ -59,6 +59,10 @@ DequantFn dequant_fn(DType t) {
             return scalar::dequant_q6_k;
         case DType::Q8_K:
             return scalar::dequant_q8_k;
+        case DType::IQ4_NL:
+            return scalar::dequant_iq4_nl;
+        case DType::IQ4_XS:
+            return scalar::dequant_iq4_xs;
         default:
             return nullptr;
     }
@@ -188,6 +192,7 @@ DType act_type(DType weight) {
         case DType::Q4_0:
         case DType::Q5_0:
         case DType::Q8_0:
+        case DType::IQ4_NL:
             return DType::Q8_0;
         case DType::Q4_1:
         case DType::Q5_1:
@@ -197,6 +202,7 @@ DType act_type(DType weight) {
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K:
+        case DType::IQ4_XS:
             return DType::Q8_K;
         default:
             throw Error("quant: act_type: weight type " + type_label(weight) +

@@ -3,7 +3,8 @@
 //
 // Block layouts are ggml's (GGUF data is used as it is). Integer dot products follow llama.cpp's
 // scheme: activations are quantised once per matmul into the format the weight type wants
-// (q8_0 for the 32-element types, q8_K for the K-quants, f32 for F32/F16/BF16), and every weight
+// (q8_0 for the 32-element types, q8_K for the 256-element ones, f32 for F32/F16/BF16; q8_1 for
+// the types with a min, Q4_1/Q5_1), and every weight
 // row is dotted with those rows. Kernels are picked at run time by CPU features (AVX-512, AVX2,
 // scalar); TANDEM_QUANT_ISA=scalar|avx2|avx512 forces a lower level (tests, benchmarks).
 //
@@ -23,7 +24,8 @@ enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 // ---- Rows -------------------------------------------------------------------------------------
 // n is the element count of the row; it must be a multiple of the type's block size. Unsupported
 // types and bad n throw tandem::Error naming the type.
-// Dequantise: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K.
+// Dequantise: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_K IQ4_NL
+// IQ4_XS.
 bool can_dequantize(DType t);
 // Quantise: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K.
 bool can_quantize(DType t);
@@ -71,7 +73,8 @@ struct Kernels {
     void (*vec_dot_tile)(int64_t n, const void* w_row, const void* act, size_t act_stride,
                          int n_act, float* out);
 };
-bool can_matmul(DType weight);  // F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K
+// F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS.
+bool can_matmul(DType weight);
 // The kernels of `weight` at `isa`, or at the best lower level where that one has none; throws
 // tandem::Error for an unsupported weight type or an ISA this CPU lacks.
 const Kernels& kernels(DType weight, Isa isa);
