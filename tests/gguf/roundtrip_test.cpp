@@ -99,6 +99,7 @@ TEST(GgufWriter, SetReplacesInPlaceAndRejectsBadTensors) {
     w.set("a", gguf::Value::u32(1));
     w.set("b", gguf::Value::u32(2));
     w.set("a", gguf::Value::string("x"));
+    EXPECT_THROW(w.set("", gguf::Value::u32(1)), Error);  // the reader rejects empty keys
     std::vector<float> d(32);
     EXPECT_THROW(w.add_tensor("q", DType::Q8_0, {33}, d.data()), Error);  // not whole blocks
     EXPECT_THROW(w.add_tensor("z", DType::F32, {0}, d.data()), Error);

@@ -16,3 +16,13 @@ add_test(NAME convert.gguf-retype
   COMMAND ${TANDEM_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/convert_gguf_check.py
           --cli $<TARGET_FILE:tandem-cli> --out-dir ${CMAKE_CURRENT_BINARY_DIR}/convert-gguf-out)
 set_tests_properties(convert.gguf-retype PROPERTIES LABELS "formats" TIMEOUT 300)
+
+# CLI contract: bad input is one clear error line and exit code 1, never a crash.
+add_test(NAME convert.cli-missing-source
+  COMMAND tandem-cli convert ${CMAKE_CURRENT_BINARY_DIR}/no-such-model -o ${CMAKE_CURRENT_BINARY_DIR}/x.gguf)
+set_tests_properties(convert.cli-missing-source PROPERTIES LABELS "formats"
+  PASS_REGULAR_EXPRESSION "error: convert: .*no-such-model does not exist")
+add_test(NAME inspect.cli-not-gguf
+  COMMAND tandem-cli inspect ${CMAKE_CURRENT_SOURCE_DIR}/CMakeLists.txt)
+set_tests_properties(inspect.cli-not-gguf PROPERTIES LABELS "formats"
+  PASS_REGULAR_EXPRESSION "error: gguf: .*CMakeLists.txt: not a GGUF file \\(bad magic\\)")

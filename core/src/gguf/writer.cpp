@@ -137,6 +137,7 @@ uint64_t tensor_nbytes(const std::string& name, DType type, const std::vector<ui
 }  // namespace
 
 void Writer::set(std::string key, Value value) {
+    if (key.empty()) throw Error("gguf: metadata key must not be empty");
     for (auto& [k, v] : metadata_)
         if (k == key) {
             v = std::move(value);
