@@ -71,7 +71,9 @@ struct Vocab {
 };
 
 // Reads tokenizer.ggml.* and tokenizer.chat_template. Throws tandem::Error naming the file and key
-// when a required key is missing or malformed (sizes that disagree, ids out of range).
+// when a required key is missing or malformed (wrong type, sizes that disagree, a bos/eos/unk id
+// out of range); other special ids out of range are dropped with a warning. Models other than
+// "llama" and "gpt2" (bert, t5, rwkv...) are refused.
 Vocab load_vocab(const gguf::File& file);
 
 // Reads a Hugging Face tokenizer folder: tokenizer.json, or vocab.json + merges.txt, or
