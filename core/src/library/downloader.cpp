@@ -92,7 +92,6 @@ std::optional<AttemptError> with_retries(const DownloadOptions& o, DownloadContr
 }
 
 struct Run {
-    const DownloadRequest& req;
     const DownloadOptions& opt;
     DownloadControl& control;
     std::atomic<bool> fatal{false};
@@ -159,7 +158,7 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
     if (ec) throw Error(what + ": cannot create " + dir.string() + ": " + ec.message());
 
     for (int restart = 0;; ++restart) {
-        Run run{req, opt, *control};
+        Run run{opt, *control};
         RemoteInfo remote;
         StopFlags stop{control.get(), &run.fatal};
         auto perr = with_retries(opt, *control, run.retries, [&] {
@@ -272,6 +271,9 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
             while (samples.size() > 2 && now - samples.front().first > std::chrono::seconds(5))
                 samples.pop_front();
             if (now - last_save >= opt.state_save_interval) {
+                // The state may only claim bytes that are on disk: after a power cut a claimed
+                // but lost range would fail the final sha256 and cost the whole file.
+                ::fdatasync(fd.fd);
                 save_state(state_path(req.dest), state);
                 last_save = now;
             }

@@ -69,7 +69,7 @@ struct DownloadOptions {
     std::chrono::milliseconds backoff_max{30000};
     std::chrono::milliseconds stall_timeout{30000};
     std::chrono::milliseconds progress_interval{250};
-    std::chrono::milliseconds state_save_interval{1000};
+    std::chrono::milliseconds state_save_interval{2000};  // data is fdatasync'd first
     uint64_t reserve_bytes = 64u << 20;  // left free on the disk beyond the file itself
     // Free bytes on the file system holding `dir`; default: statvfs. Injectable for tests.
     std::function<uint64_t(const std::filesystem::path& dir)> free_space;
