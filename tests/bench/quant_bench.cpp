@@ -22,6 +22,8 @@ constexpr int64_t kOutHot = 256;
 // Narrow rows as in small models (Gemma 3 270M: n_embd 640, stored as Q5_0/Q8_0 because 640 is
 // not a multiple of 256): per-row overhead shows here.
 constexpr int64_t kInNarrow = 640, kOutNarrow = 2048;
+// The same 2048 x 8192 matrix the other way round: 2048 rows of 8192 (e.g. an FFN down).
+constexpr int64_t kInWide = 8192, kOutWide = 2048;
 
 struct Matrix {
     std::vector<uint8_t> bytes;
@@ -97,6 +99,9 @@ int register_all() {
                 ->Unit(benchmark::kMicrosecond);
             benchmark::RegisterBenchmark(("Prefill32/" + suffix).c_str(), run, t, isa, 32, kOut,
                                          kIn)
+                ->Unit(benchmark::kMillisecond);
+            benchmark::RegisterBenchmark(("MatvecWide/" + suffix).c_str(), run, t, isa, 1, kOutWide,
+                                         kInWide)
                 ->Unit(benchmark::kMillisecond);
             if (tandem::dtype_traits(t).block_elems <= 32)
                 benchmark::RegisterBenchmark(("MatvecNarrow/" + suffix).c_str(), run, t, isa, 1,
