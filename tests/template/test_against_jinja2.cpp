@@ -281,6 +281,11 @@ const Case kCases[] = {
     {"{{ dict(a=1, b=2) }}|{{ dict({'x': 1}, y=2) }}|{{ dict() }}"},
     {"{{ raise_exception('custom failure') }}"},
     {"{{ strftime_now('%Y-%m-%d %d %b %Y') }}"},
+    {"{% set c = joiner(' | ') %}{% for x in [1, 2, 3] %}{{ c() }}{{ x }}{% endfor %}|{% set d = "
+     "joiner() %}{{ d() }}{{ d() }}"},
+    {"{{ '\\101\\60\\7'|length }}{{ '\\101\\0' }}|{{ '\\q' }}|{{ 'tab\\there' }}"},
+    {"{{ '\\x4' }}"},
+    {"{{ '\\u12' }}"},
     // --- errors: syntax ---
     {"{% if true %}unclosed"},
     {"{% for x in y %}"},

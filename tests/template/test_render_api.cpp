@@ -100,3 +100,28 @@ TEST(RenderApi, EmptyTemplateAndNonObjectContext) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(RenderApi, ChatTemplateParsesOnceAndRendersMany) {
+    EXPECT_THROW(tandem::ChatTemplate("{% if x %}"), tandem::TemplateError);
+    tandem::ChatTemplate t("{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}");
+    EXPECT_EQ(t.render(ojson::parse(R"({"messages": [{"role": "user", "content": "a"}]})")),
+              "[user:a]");
+    EXPECT_EQ(t.render(ojson::parse(R"({"messages": []})")), "");
+    // Each render starts from a clean slate: state set by one render is not seen by the next.
+    tandem::ChatTemplate counter(
+        "{% if seen is defined %}again{% endif %}{% set seen = 1 %}{{ seen }}");
+    EXPECT_EQ(counter.render(ojson::object()), "1");
+    EXPECT_EQ(counter.render(ojson::object()), "1");
+}
+
+TEST(RenderApi, JoinerAndOctalEscapes) {
+    EXPECT_EQ(render_template(
+                  "{% set c = joiner(', ') %}{% for x in [1, 2, 3] %}{{ c() }}{{ x }}{% endfor %}",
+                  ojson::object()),
+              "1, 2, 3");
+    EXPECT_EQ(render_template(R"({{ '\101\60\7'|length }}{{ '\101' }})", ojson::object()), "3A");
+}
+
+}  // namespace

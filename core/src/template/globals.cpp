@@ -1,6 +1,7 @@
 // Global functions of a chat template: range, namespace, dict, raise_exception (Hugging Face),
 // strftime_now (Hugging Face), cycler-free lipsum-free: only what chat templates call.
 #include <ctime>
+#include <memory>
 
 #include "interpreter.h"
 
@@ -69,6 +70,18 @@ void install_globals(Scope& g, Interpreter& in) {
     g.vars["namespace"] =
         Value::callable("namespace", [](CallArgs& a) { return make_mapping(a, true); });
     g.vars["dict"] = Value::callable("dict", [](CallArgs& a) { return make_mapping(a, false); });
+    // joiner(sep): a callable returning "" the first time and sep afterwards.
+    g.vars["joiner"] = Value::callable("joiner", [](CallArgs& a) {
+        std::string sep = a.pos.empty() ? ", " : a.pos[0].str();
+        auto used = std::make_shared<bool>(false);
+        return Value::callable("joiner", [sep, used](CallArgs&) {
+            if (!*used) {
+                *used = true;
+                return Value::string("");
+            }
+            return Value::string(sep);
+        });
+    });
     g.vars["raise_exception"] = Value::callable("raise_exception", [](CallArgs& a) -> Value {
         throw EvalError(a.pos.empty() ? std::string("raise_exception() called") : a.pos[0].str());
     });

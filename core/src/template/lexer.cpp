@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "tandem/template/template.h"
 #include "utf8.h"
@@ -88,18 +89,30 @@ std::string unescape(std::string_view s) {
                 out.push_back('\v');
                 break;
             case '0':
-                out.push_back('\0');
+            case '1':
+            case '2':
+            case '3':
+            case '4':
+            case '5':
+            case '6':
+            case '7': {  // up to three octal digits
+                char32_t cp = char32_t(e - '0');
+                for (int k = 0; k < 2 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7';
+                     ++k)
+                    cp = cp * 8 + char32_t(s[++i] - '0');
+                utf8_append(out, cp);
                 break;
+            }
             case '\n':
                 break;  // line continuation
             case 'x':
-                if (!hex(2)) out += "\\x";
+                if (!hex(2)) throw std::invalid_argument("truncated \\xXX escape");
                 break;
             case 'u':
-                if (!hex(4)) out += "\\u";
+                if (!hex(4)) throw std::invalid_argument("truncated \\uXXXX escape");
                 break;
             case 'U':
-                if (!hex(8)) out += "\\U";
+                if (!hex(8)) throw std::invalid_argument("truncated \\UXXXXXXXX escape");
                 break;
             default:
                 out.push_back('\\');
@@ -319,7 +332,13 @@ class Lexer {
                 size_t q = p + 1;
                 while (q < src_.size() && src_[q] != c) q += src_[q] == '\\' ? 2 : 1;
                 if (q >= src_.size()) fail("unterminated string literal", p);
-                push(Tok::String, unescape(std::string_view(src_).substr(p + 1, q - p - 1)), p);
+                std::string value;
+                try {
+                    value = unescape(std::string_view(src_).substr(p + 1, q - p - 1));
+                } catch (const std::invalid_argument& e) {
+                    fail(e.what(), p);
+                }
+                push(Tok::String, std::move(value), p);
                 p = q + 1;
             } else if (is_digit(c)) {
                 p = lex_number(p);

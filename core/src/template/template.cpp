@@ -21,17 +21,31 @@ TemplateError::TemplateError(const std::string& message, int line, int column)
       line_(line),
       column_(column) {}
 
-std::string render_template(std::string_view source, const nlohmann::ordered_json& context,
-                            const RenderOptions& options) {
-    using namespace jinja;
-    LexOptions lex;
+struct ChatTemplate::Impl {
+    RenderOptions options;
+    jinja::Body body;
+};
+
+ChatTemplate::ChatTemplate(std::string_view source, const RenderOptions& options) {
+    jinja::LexOptions lex;
     lex.trim_blocks = options.trim_blocks;
     lex.lstrip_blocks = options.lstrip_blocks;
     lex.keep_trailing_newline = options.keep_trailing_newline;
-    Body body = parse(tokenize(source, lex));
+    auto impl = std::make_shared<Impl>();
+    impl->options = options;
+    impl->body = jinja::parse(jinja::tokenize(source, lex));
+    impl_ = std::move(impl);
+}
+
+const RenderOptions& ChatTemplate::options() const {
+    return impl_->options;
+}
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& context) const {
+    using namespace jinja;
     try {
-        Interpreter interpreter(options, Value::from_json(context));
-        return interpreter.render(body);
+        Interpreter interpreter(impl_->options, Value::from_json(context));
+        return interpreter.render(impl_->body);
     } catch (const TemplateError&) {
         throw;
     } catch (const EvalError& e) {
@@ -39,6 +53,11 @@ std::string render_template(std::string_view source, const nlohmann::ordered_jso
     } catch (const std::bad_alloc&) {
         throw TemplateError("out of memory while rendering", 0, 0);
     }
+}
+
+std::string render_template(std::string_view source, const nlohmann::ordered_json& context,
+                            const RenderOptions& options) {
+    return ChatTemplate(source, options).render(context);
 }
 
 std::string render_template(std::string_view source, const nlohmann::json& context,

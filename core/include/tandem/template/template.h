@@ -12,6 +12,7 @@
 // keys sorted, as nlohmann::json stores them.
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,22 @@ class TemplateError : public Error {
     int column_ = 0;
 };
 
+// A parsed template, for rendering many times: a model's template is parsed once when the model
+// loads (so a broken template is reported then) and rendered every turn. Rendering is const and
+// safe from several threads at once.
+class ChatTemplate {
+  public:
+    // Throws TemplateError when the source does not parse.
+    explicit ChatTemplate(std::string_view source, const RenderOptions& options = {});
+    std::string render(const nlohmann::ordered_json& context) const;
+    const RenderOptions& options() const;
+
+  private:
+    struct Impl;
+    std::shared_ptr<const Impl> impl_;
+};
+
+// Parse and render in one go.
 std::string render_template(std::string_view source, const nlohmann::ordered_json& context,
                             const RenderOptions& options = {});
 std::string render_template(std::string_view source, const nlohmann::json& context,
