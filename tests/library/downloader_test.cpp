@@ -121,6 +121,28 @@ TEST_F(DownloaderTest, EmptyFileIsFine) {
     EXPECT_TRUE(fs::exists(req.dest));
 }
 
+TEST_F(DownloaderTest, ProgressReportsRateAndEta) {
+    const double rate = 1024 * 1024;  // bytes/s, held by the server
+    auto req = serve("slow.gguf", 1200 * 1024);
+    hub_->fault("kind=throttle&rate=1048576&times=-1&match=slow.gguf");
+    auto o = fast_options();
+    o.connections = 1;
+    o.progress_interval = 50ms;
+    std::vector<DownloadProgress> mid;
+    download_file(req, o, [&](const DownloadProgress& p) {
+        if (!p.verifying && p.done > p.total / 3 && p.done < p.total * 9 / 10) mid.push_back(p);
+    });
+    ASSERT_GE(mid.size(), 3u);
+    for (const auto& p : mid) {
+        EXPECT_GT(p.bytes_per_second, rate / 2) << p.done;
+        EXPECT_LT(p.bytes_per_second, rate * 2) << p.done;
+        double eta = double(p.total - p.done) / rate;
+        EXPECT_GT(p.eta_seconds, eta / 2) << p.done;
+        EXPECT_LT(p.eta_seconds, eta * 2 + 0.1) << p.done;
+        EXPECT_EQ(p.active_connections, 1);
+    }
+}
+
 TEST_F(DownloaderTest, ConnectionCutMidSegmentIsResumedFromTheCut) {
     auto req = serve("cut.gguf", 2 * 1024 * 1024);
     hub_->fault("kind=cut&after=100000&times=3&match=cut.gguf");

@@ -14,6 +14,7 @@ Fault injection, per request, set through GET /_control/fault?match=SUBSTR&kind=
   kind=status  status=S [retry_after=s]   answer S instead of the file
   kind=stall   after=B seconds=T   send B bytes, then nothing for T seconds, then drop
   kind=corrupt               flip one byte of everything served
+  kind=throttle rate=R       send at R bytes/s
 times=N: the next N matching CDN requests (-1: all); the downloader's 1-byte probe
 (Range: bytes=0-0) is spared unless probe=1. /_control/reset clears faults and counters;
 /_control/stats returns bytes served and requests seen. /_control/page_size?n=N pages tree
@@ -129,6 +130,7 @@ class Handler(BaseHTTPRequestHandler):
                                "status": int(q.get("status", "500")),
                                "retry_after": q.get("retry_after"),
                                "seconds": float(q.get("seconds", "5")),
+                               "rate": float(q.get("rate", "0")),
                                "probe": q.get("probe", "0") == "1"})
             elif what == "reset":
                 FAULTS.clear()
@@ -242,9 +244,15 @@ class Handler(BaseHTTPRequestHandler):
             limit = count
             if fault and fault["kind"] in ("cut", "stall"):
                 limit = min(count, fault["after"])
+            rate = fault["rate"] if fault and fault["kind"] == "throttle" else 0
+            t0 = time.monotonic()
             pos = start
             while limit > 0:
-                chunk = f.read(min(limit, 1 << 16))
+                if rate:  # hold the average at `rate` bytes/s
+                    ahead = (pos - start) / rate - (time.monotonic() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)
+                chunk = f.read(min(limit, 1 << 14 if rate else 1 << 16))
                 if not chunk:
                     break
                 if corrupt and pos <= size // 2 < pos + len(chunk):
