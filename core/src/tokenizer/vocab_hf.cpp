@@ -10,6 +10,7 @@
 #include "tandem/common/error.h"
 #include "tandem/tokenizer/vocab.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/sentencepiece_model.h"
 #include "tokenizer/vocab_finish.h"
 
 namespace tandem::tokenizer {
@@ -324,7 +325,7 @@ void read_tokenizer_config(Vocab& v, const fs::path& folder, std::string& tokeni
 }  // namespace
 
 bool has_hf_vocab(const fs::path& folder) {
-    return fs::exists(folder / "tokenizer.json") ||
+    return fs::exists(folder / "tokenizer.json") || fs::exists(folder / "tokenizer.model") ||
            (fs::exists(folder / "vocab.json") && fs::exists(folder / "merges.txt")) ||
            (fs::exists(folder / "encoder.json") && fs::exists(folder / "vocab.bpe"));
 }
@@ -333,11 +334,11 @@ Vocab load_hf_vocab(const fs::path& folder, const std::string& pre) {
     Vocab v;
     v.add_space_prefix = false;
     std::string tokenizer_class;
-    bool from_tokenizer_json = false;
+    bool pre_known = false;  // the files name the pre-tokenizer (or need none)
     if (fs::exists(folder / "tokenizer.json")) {
         reading(folder / "tokenizer.json",
                 [&] { read_tokenizer_json(v, folder / "tokenizer.json"); });
-        from_tokenizer_json = true;
+        pre_known = true;
     } else if (fs::exists(folder / "vocab.json") && fs::exists(folder / "merges.txt")) {
         reading(folder / "vocab.json", [&] {
             read_token_map(v, read_json(folder / "vocab.json"), folder / "vocab.json");
@@ -349,16 +350,17 @@ Vocab load_hf_vocab(const fs::path& folder, const std::string& pre) {
         });
         read_merges_txt(v, folder / "vocab.bpe");
     } else if (fs::exists(folder / "tokenizer.model")) {
-        throw Error("tokenizer: " + folder.string() +
-                    ": only tokenizer.model (SentencePiece protobuf) found; tokenizer.json needed");
+        read_sentencepiece_model(v, folder / "tokenizer.model");
+        pre_known = true;
     } else {
         throw Error("tokenizer: " + folder.string() +
-                    ": no tokenizer.json, vocab.json + merges.txt or encoder.json + vocab.bpe");
+                    ": no tokenizer.json, vocab.json + merges.txt, encoder.json + vocab.bpe or "
+                    "tokenizer.model");
     }
     read_tokenizer_config(v, folder, tokenizer_class);
     if (!pre.empty()) {
         v.pre = pre;
-    } else if (!from_tokenizer_json) {
+    } else if (!pre_known) {
         v.pre = pre_from_fingerprint(v, tokenizer_class);
         if (v.pre.empty())
             throw Error("tokenizer: " + folder.string() +

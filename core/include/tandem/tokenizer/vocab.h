@@ -77,12 +77,13 @@ struct Vocab {
 Vocab load_vocab(const gguf::File& file);
 
 // Reads a Hugging Face tokenizer folder: tokenizer.json, or vocab.json + merges.txt, or
-// encoder.json + vocab.bpe (GPT-2/OpenAI style); plus tokenizer_config.json (added tokens,
-// special tokens, bos/eos, add_bos_token, chat_template) and special_tokens_map.json when present.
-// The pre-tokenizer comes from tokenizer.json's regexes; without tokenizer.json it is recognised
-// from tokenizer_config.json's tokenizer_class or the vocabulary's first merges (Llama 3, Qwen2,
-// GPT-2), unless pre names it. Throws tandem::Error naming the file and field when the folder has
-// no usable tokenizer or the pre-tokenizer cannot be told.
+// encoder.json + vocab.bpe (GPT-2/OpenAI style), or SentencePiece's tokenizer.model (BPE); plus
+// tokenizer_config.json (added tokens, special tokens, bos/eos, add_bos_token, chat_template) and
+// special_tokens_map.json when present. The pre-tokenizer comes from tokenizer.json's regexes;
+// without tokenizer.json it is recognised from tokenizer_config.json's tokenizer_class or the
+// vocabulary's first merges (Llama 3, Qwen2, GPT-2), unless pre names it. Throws tandem::Error
+// naming the file and field when the folder has no usable tokenizer or the pre-tokenizer cannot be
+// told.
 Vocab load_hf_vocab(const std::filesystem::path& folder, const std::string& pre = "");
 
 // The vocabulary of a model given by path: a GGUF file (load_vocab) or a Hugging Face folder
