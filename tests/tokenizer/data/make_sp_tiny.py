@@ -1,6 +1,9 @@
 # Makes tests/tokenizer/data/sp-tiny.model (a small SentencePiece BPE model with byte fallback,
 # trained by Google's sentencepiece) and sp-tiny.out: sentencepiece's own ids for every string of
-# sp-tiny.inp. Run by hand (needs `pip install sentencepiece`); CI only reads the results.
+# sp-tiny.inp. Run by hand (needs `pip install sentencepiece`); CI only reads the results:
+#   python make_sp_tiny.py tests/tokenizer/data CORPUS
+# where CORPUS was /usr/share/common-licenses/GPL-3 and Apache-2.0 followed by sp-tiny.inp three
+# times. sp-tiny.inp is llama.cpp's tokenizer test strings plus five more.
 import io, sys, sentencepiece as spm
 out_dir = sys.argv[1]
 corpus = open(sys.argv[2], encoding='utf-8').read()
