@@ -1,7 +1,5 @@
 #include "thread_pool.h"
 
-#include <chrono>
-
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define TANDEM_PAUSE() _mm_pause()
@@ -49,16 +47,21 @@ void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& f
     }
     cv_.notify_all();
     work(0);
-    while (busy_.load(std::memory_order_acquire) != 0) TANDEM_PAUSE();
+    // Spin briefly, then yield: on a loaded machine a descheduled worker needs our core.
+    for (int spins = 0; busy_.load(std::memory_order_acquire) != 0; ++spins) {
+        if (spins < 2000)
+            TANDEM_PAUSE();
+        else
+            std::this_thread::yield();
+    }
 }
 
 void ThreadPool::worker(int index) {
     uint64_t seen = 0;
     for (;;) {
-        // Spin a little: the next job of a decode step usually comes within microseconds.
-        auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-        while (generation_.load(std::memory_order_acquire) == seen &&
-               std::chrono::steady_clock::now() < spin_until)
+        // Spin a little (~100 us): the next job of a decode step usually comes within microseconds.
+        for (int spins = 0; spins < 20000 && generation_.load(std::memory_order_acquire) == seen;
+             ++spins)
             TANDEM_PAUSE();
         if (generation_.load(std::memory_order_acquire) == seen) {
             std::unique_lock<std::mutex> lock(mu_);
