@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -285,8 +286,13 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--token", default="secret-token")
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve HTTPS")
     args = ap.parse_args()
     srv = Server(("127.0.0.1", args.port), Handler)
+    if args.tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls[0], args.tls[1])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     srv.root = os.path.abspath(args.root)
     srv.token = args.token
     print("PORT %d" % srv.server_address[1], flush=True)

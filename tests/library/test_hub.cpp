@@ -30,6 +30,13 @@ TestHub::TestHub(std::filesystem::path root) : root_(std::move(root)) {
     start(0);
 }
 
+TestHub::TestHub(std::filesystem::path root, std::filesystem::path tls_cert,
+                 std::filesystem::path tls_key)
+    : root_(std::move(root)), tls_cert_(std::move(tls_cert)), tls_key_(std::move(tls_key)) {
+    std::filesystem::create_directories(root_);
+    start(0);
+}
+
 TestHub::~TestHub() {
     kill();
 }
@@ -46,8 +53,15 @@ void TestHub::start(int port) {
     std::string py = server_python(), root = root_.string(), port_s = std::to_string(port);
     std::string script_s = script.string();
     std::string a1 = "--root", a2 = "--port";
-    std::vector<char*> args{py.data(), script_s.data(), a1.data(), root.data(),
-                            a2.data(), port_s.data(),   nullptr};
+    std::string a3 = "--tls", cert = tls_cert_.string(), key = tls_key_.string();
+    std::vector<char*> args{py.data(),   script_s.data(), a1.data(),
+                            root.data(), a2.data(),       port_s.data()};
+    if (!tls_cert_.empty()) {
+        args.push_back(a3.data());
+        args.push_back(cert.data());
+        args.push_back(key.data());
+    }
+    args.push_back(nullptr);
     int rc = posix_spawn(&pid_, py.c_str(), &fa, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     ::close(fds[1]);
@@ -94,6 +108,7 @@ library::HttpOptions TestHub::http() const {
     library::HttpOptions o;
     o.endpoint = url();
     o.connect_timeout_s = 5;
+    if (!tls_cert_.empty()) o.ca_bundle = tls_cert_.string();
     return o;
 }
 

@@ -14,11 +14,17 @@ class TestHub {
   public:
     // Starts the server over `root`; throws when Python or the script is missing.
     explicit TestHub(std::filesystem::path root);
+    // HTTPS with this certificate and key (PEM); http() trusts the certificate.
+    TestHub(std::filesystem::path root, std::filesystem::path tls_cert,
+            std::filesystem::path tls_key);
     ~TestHub();
     TestHub(const TestHub&) = delete;
     TestHub& operator=(const TestHub&) = delete;
 
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+    std::string url() const {
+        return (tls_cert_.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") +
+               std::to_string(port_);
+    }
     int port() const { return port_; }
     const std::filesystem::path& root() const { return root_; }
     library::HttpOptions http() const;  // endpoint = url(), short timeouts
@@ -40,6 +46,7 @@ class TestHub {
   private:
     void start(int port);
     std::filesystem::path root_;
+    std::filesystem::path tls_cert_, tls_key_;
     pid_t pid_ = -1;
     int port_ = 0;
 };
