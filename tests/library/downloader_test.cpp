@@ -379,7 +379,9 @@ TEST_F(DownloaderTest, FullDiskFailsClearlyAndRegistersNothing) {
         setrlimit(RLIMIT_FSIZE, &old);
         std::signal(SIGXFSZ, old_handler);
         EXPECT_NE(msg.find("full.gguf"), std::string::npos) << msg;
+        EXPECT_NE(msg.find("file size limit"), std::string::npos) << msg;
         expect_nothing_at(req.dest);
+        EXPECT_FALSE(fs::exists(part_path(req.dest)));
     }
 }
 

@@ -210,9 +210,13 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
             throw Error(what + ": cannot open " + part_path(req.dest).string() + ": " +
                         std::strerror(errno));
         if (!resumed) {
-            if (::ftruncate(fd.fd, off_t(remote.size)) != 0)
-                throw Error(what + ": cannot size " + part_path(req.dest).string() + ": " +
-                            std::strerror(errno));
+            if (::ftruncate(fd.fd, off_t(remote.size)) != 0) {
+                int e = errno;
+                remove_partial(req.dest);
+                throw Error(what + ": cannot size " + part_path(req.dest).string() + " to " +
+                            human(remote.size) + ": " + std::strerror(e) +
+                            (e == EFBIG ? " (over the file size limit)" : ""));
+            }
             // Reserve the blocks now so a full disk shows before the transfer, not at 97%.
             if (remote.size > 0 && ::fallocate(fd.fd, 0, 0, off_t(remote.size)) != 0 &&
                 errno != EOPNOTSUPP) {
