@@ -20,6 +20,7 @@ struct JinjaComparison {
     bool skipped = false;  // no Python with jinja2
     int outputs = 0;       // cases Jinja2 rendered (and we matched or a failure was added)
     int errors = 0;        // cases Jinja2 raised on
+    int uncomparable = 0;  // Jinja2 printed an object address (a lazy generator)
 };
 
 // Adds a gtest failure for every mismatching case; names cases by index and template text.

@@ -181,6 +181,7 @@ Value f_items(Interpreter&, const Value& v, ArgReader&) {
 }
 
 Value f_int(Interpreter&, const Value& v, ArgReader& a) {
+    require_defined(v);  // int(Undefined) raises in Jinja2
     Value def = a.get(0, "default", Value::integer(0));
     int64_t base = int_arg(a.get(1, "base", Value::integer(10)), "base");
     if (v.is_int() || v.is_bool()) return Value::integer(v.as_int());
@@ -203,6 +204,7 @@ Value f_int(Interpreter&, const Value& v, ArgReader& a) {
 }
 
 Value f_float(Interpreter&, const Value& v, ArgReader& a) {
+    require_defined(v);
     Value def = a.get(0, "default", Value::real(0.0));
     if (v.is_number()) return Value::real(v.as_double());
     if (v.is_string()) {
@@ -246,6 +248,8 @@ Value f_round(Interpreter&, const Value& v, ArgReader& a) {
 }
 
 Value f_indent(Interpreter&, const Value& v, ArgReader& a) {
+    require_defined(v);
+    if (!v.is_string()) throw EvalError("indent: a string is required, not " + v.type_name());
     Value width = a.get(0, "width", Value::integer(4));
     bool first = a.get(1, "first", Value::boolean(false)).truthy();
     bool blank = a.get(2, "blank", Value::boolean(false)).truthy();

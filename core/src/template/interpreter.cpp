@@ -506,6 +506,8 @@ Value Interpreter::eval_inner(const Expr& expr, const ScopePtr& scope) {
                     for (const auto& c : slice_items(chars, start, stop, step)) out += c.str_data();
                     return Value::string(std::move(out));
                 }
+                // Jinja2 compiles a slice to a plain Python subscript, so this is a TypeError.
+                if (obj.is_dict()) throw EvalError("unhashable type: 'slice'");
                 throw EvalError("'" + obj.type_name() + "' object is not subscriptable");
             }
             return getitem(obj, eval(*e.index, scope));

@@ -96,7 +96,8 @@ Value percent_format(const std::string& fmt, const Value& args) {
                 throw EvalError(std::string("unsupported format character '") + conv + "'");
         }
     }
-    if (next < values.size() && args.is_tuple())
+    // Python skips the "not all converted" check for mapping-like arguments (dict, list).
+    if (next < values.size() && !args.is_dict() && !(args.is_list() && !args.is_tuple()))
         throw EvalError("not all arguments converted during string formatting");
     return Value::string(std::move(out));
 }
@@ -208,6 +209,8 @@ bool compare_op(const std::string& op, const Value& a, const Value& b) {
                                 a.type_name());
             found = b.str_data().find(a.str_data()) != std::string::npos;
         } else if (b.is_dict() || b.is_namespace()) {
+            if (a.is_dict() || (a.is_list() && !a.is_tuple()))
+                throw EvalError("unhashable type: '" + a.type_name() + "'");
             found = b.dict_data().find(a) != nullptr;
         } else if (b.is_list()) {
             for (const auto& item : b.items())

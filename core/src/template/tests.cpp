@@ -35,7 +35,7 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallAr
     if (name == "sequence")
         return v.kind() == K::List || v.kind() == K::Dict || v.kind() == K::String ||
                v.is_undefined();
-    if (name == "callable") return v.is_callable();
+    if (name == "callable") return v.is_callable() || v.is_undefined();  // Undefined has __call__
     if (name == "odd" || name == "even") {
         require_defined(v);
         if (!v.is_number())
@@ -68,8 +68,8 @@ bool apply_test(Interpreter& in, const std::string& name, const Value& v, CallAr
         if (v.is_dict() || v.is_namespace()) return v.dict_identity() == o.dict_identity();
         return py_equal(v, o);  // None, True, False and small values are singletons in practice
     }
-    if (name == "lower") return v.is_string() && py_lower(v.str_data()) == v.str_data();
-    if (name == "upper") return v.is_string() && py_upper(v.str_data()) == v.str_data();
+    if (name == "lower") return py_is(v.str(), "islower");  // str(value).islower()
+    if (name == "upper") return py_is(v.str(), "isupper");
     if (name == "escaped") return false;
     (void)in;
     throw EvalError("no test named '" + name + "'");

@@ -289,7 +289,7 @@ std::string py_pad(const std::string& s, const std::string& how, int64_t width,
     if (how == "ljust") return s + rep(total);
     if (how == "rjust") return rep(total) + s;
     // center: Python puts the extra character on the left when the padding is odd and len is odd.
-    int64_t left = total / 2 + (total & len & 1);
+    int64_t left = total / 2 + (total & width & 1);
     return rep(left) + s + rep(total - left);
 }
 
