@@ -31,7 +31,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     fuzz::write_seed("m1", with_selector(0, m1));
     fuzz::write_seed("m2", with_selector(1, m2));
     fuzz::write_seed("m3", with_selector(2, m3));
-    fuzz::write_seed("refusal", with_selector(3, encode_refusal({RefusalCode::NotPaired, "not paired"})));
+    fuzz::write_seed("refusal",
+                     with_selector(3, encode_refusal({RefusalCode::NotPaired, "not paired"})));
     fuzz::write_seed("header", with_selector(4, {'T', 'N', 'D', 'C', 0, 85}));
     return 0;
 }
@@ -61,9 +62,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 r.on_third(body);
                 break;
             }
-            case 3: (void)parse_refusal(body); break;
+            case 3:
+                (void)parse_refusal(body);
+                break;
             case 4:
-                if (body.size() >= 6) (void)parse_record_header(std::span<const uint8_t, 6>(body.data(), 6));
+                if (body.size() >= 6)
+                    (void)parse_record_header(std::span<const uint8_t, 6>(body.data(), 6));
                 break;
         }
     } catch (const tandem::Error&) {

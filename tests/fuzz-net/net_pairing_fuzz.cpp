@@ -46,10 +46,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 (void)r.on_confirm(b);
                 break;
             }
-            case 1: (void)parse_pair_reply(a); break;
-            case 2: (void)parse_pair_confirm(a); break;
-            case 3: (void)parse_pair_result(a); break;
-            case 4: (void)normalize_pairing_code(std::string_view(reinterpret_cast<const char*>(a.data()), a.size())); break;
+            case 1:
+                (void)parse_pair_reply(a);
+                break;
+            case 2:
+                (void)parse_pair_confirm(a);
+                break;
+            case 3:
+                (void)parse_pair_result(a);
+                break;
+            case 4:
+                (void)normalize_pairing_code(
+                    std::string_view(reinterpret_cast<const char*>(a.data()), a.size()));
+                break;
         }
     } catch (const tandem::Error&) {
     }
