@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -75,6 +76,8 @@ JinjaComparison compare_with_jinja2(const std::vector<JinjaCase>& cases) {
         const auto& ref = refs[i];
         if (ref.contains("error")) {
             ++result.errors;
+            if (std::getenv("TANDEM_JINJA_VERBOSE"))  // to see what the generated cases hit
+                std::printf("jinja2 error: %s\n", ref["error"].get<std::string>().c_str());
             try {
                 std::string got = render_template(c.tmpl, c.context, reference_options(c));
                 ADD_FAILURE() << "Jinja2 raised " << ref["error"].get<std::string>()

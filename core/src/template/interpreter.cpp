@@ -146,7 +146,8 @@ Interpreter::Flow Interpreter::exec(const Node& node, const ScopePtr& scope, std
             case Node::Kind::SetBlock: {
                 const auto& n = static_cast<const SetBlockNode&>(node);
                 std::string buf;
-                exec_body(n.body, scope, buf);
+                // Like Jinja2, the block body has its own scope: its `set`s stay inside.
+                exec_body(n.body, std::make_shared<Scope>(scope), buf);
                 Value v = Value::string(std::move(buf));
                 if (n.filter)
                     v = apply_filter_expr(static_cast<const FilterExpr&>(*n.filter), v, scope);
@@ -164,7 +165,7 @@ Interpreter::Flow Interpreter::exec(const Node& node, const ScopePtr& scope, std
             case Node::Kind::FilterBlock: {
                 const auto& n = static_cast<const FilterBlockNode&>(node);
                 std::string buf;
-                exec_body(n.body, scope, buf);
+                exec_body(n.body, std::make_shared<Scope>(scope), buf);
                 Value v = apply_filter_expr(static_cast<const FilterExpr&>(*n.filter),
                                             Value::string(std::move(buf)), scope);
                 append(out, v.str());
@@ -257,7 +258,7 @@ Interpreter::Flow Interpreter::exec_for(const ForNode& node, const ScopePtr& sco
         Flow f = exec_body(node.body, iter_scope, out);
         if (f == Flow::Break) break;
     }
-    if (n == 0) exec_body(node.otherwise, scope, out);
+    if (n == 0) exec_body(node.otherwise, std::make_shared<Scope>(scope), out);  // own scope too
     return Flow::Normal;
 }
 
