@@ -125,6 +125,9 @@ int run_serve(const CommonOptions& common, const ServeOptions& serve) {
             // The one place the code is shown on a headless node: its log (journal).
             std::printf("pairing code: %s (one-time, valid 5 min, 5 attempts)\n",
                         net::format_pairing_code(*code).c_str());
+            // What the app renders as a QR code.
+            std::printf("pairing link: tandem-pair:%s?code=%s\n", node.identity().node_id().c_str(),
+                        code->c_str());
             std::fflush(stdout);
             last_code = *code;
         }
