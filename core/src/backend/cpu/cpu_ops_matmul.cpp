@@ -17,8 +17,10 @@ namespace {
 void mat_mul_prepared(ThreadPool& pool, const quant::Activations& act, DType type,
                       const uint8_t* w_data, int64_t n_in, int64_t n_out, float* y,
                       int64_t y_stride) {
-    // Rows in multiples of 16 per task keep tasks coarse enough for the dispatch cost.
-    const int64_t grain = std::max<int64_t>(16, 4096 / std::max<int64_t>(act.n_tokens(), 1));
+    // About 128K multiply-adds per task: enough to amortise the dispatch, small enough that a
+    // decode step's matmuls (one token) still spread over every thread.
+    const int64_t work_per_row = std::max<int64_t>(n_in * act.n_tokens(), 1);
+    const int64_t grain = std::max<int64_t>(4, (int64_t{1} << 17) / work_per_row);
     parallel_ranges(pool, n_out, grain, [&](int64_t b, int64_t e, int) {
         quant::matmul(type, w_data, n_in, b, e, act, y, y_stride);
     });
