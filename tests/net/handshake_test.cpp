@@ -2,6 +2,7 @@
 // message 1 cannot be completed; tampering anywhere fails; frames cannot be replayed/reordered.
 #include <gtest/gtest.h>
 
+#include "tandem/net/channel.h"
 #include "tandem/net/frame.h"
 #include "tandem/net/handshake.h"
 
@@ -119,4 +120,17 @@ TEST(NetFrames, LengthIsCheckedBeforeAllocation) {
     EXPECT_THROW(o.body_length(huge), tandem::Error);
     EXPECT_THROW(o.body_length(tiny), tandem::Error);
     EXPECT_EQ(o.body_length(ok), 1040u);
+}
+
+TEST(NetLoopbackPair, BothEndsTalkBothWays) {
+    Identity a = Identity::generate(), b = Identity::generate();
+    auto [ea, eb] = secure_loopback_pair(a, b);
+    std::vector<uint8_t> ping = {1, 2, 3}, pong = {4, 5};
+    ea->send(ping, Millis(1000));
+    EXPECT_EQ(eb->recv(Millis(1000)), ping);
+    eb->send(pong, Millis(1000));
+    EXPECT_EQ(ea->recv(Millis(1000)), pong);
+    EXPECT_EQ(ea->peer().node_id, b.node_id());
+    EXPECT_EQ(eb->peer().node_id, a.node_id());
+    EXPECT_EQ(ea->session_hash(), eb->session_hash());
 }

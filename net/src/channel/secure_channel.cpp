@@ -48,6 +48,14 @@ std::unique_ptr<SecureChannel> SecureChannel::accept(Socket sock,
                                                      const Identity& self, const PeerStore& peers,
                                                      ReplayCache& replays,
                                                      const ChannelOptions& opts) {
+    return accept(std::move(sock), first_body, self,
+                  PeerLookup([&peers](const Key32& kx) { return peers.find_by_kx(kx); }), replays,
+                  opts);
+}
+
+std::unique_ptr<SecureChannel> SecureChannel::accept(
+    Socket sock, std::span<const uint8_t> first_body, const Identity& self,
+    const PeerLookup& find_peer, ReplayCache& replays, const ChannelOptions& opts) {
     auto deadline = Clock::now() + opts.handshake_timeout;
     std::string from = sock.peer_address();
     auto refuse = [&](RefusalCode code, const std::string& why) -> std::unique_ptr<SecureChannel> {
@@ -61,7 +69,7 @@ std::unique_ptr<SecureChannel> SecureChannel::accept(Socket sock,
     } catch (const Error& e) {
         return refuse(RefusalCode::BadMessage, e.what());
     }
-    auto peer = peers.find_by_kx(head.initiator_static);
+    auto peer = find_peer(head.initiator_static);
     if (!peer) {
         return refuse(RefusalCode::NotPaired, "key is not paired with this node (pair it first)");
     }

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <functional>
 #include <mutex>
+#include <optional>
 
 #include "tandem/net/frame.h"
 #include "tandem/net/handshake.h"
@@ -52,6 +54,12 @@ class SecureChannel : public MessageChannel {
                                                  const Identity& self, const PeerStore& peers,
                                                  ReplayCache& replays,
                                                  const ChannelOptions& opts = {});
+    // The same with the pinned keys looked up by `find_peer` (X25519 key -> paired peer).
+    using PeerLookup = std::function<std::optional<PairedPeer>(const Key32& kx_pk)>;
+    static std::unique_ptr<SecureChannel> accept(Socket sock, std::span<const uint8_t> first_body,
+                                                 const Identity& self, const PeerLookup& find_peer,
+                                                 ReplayCache& replays,
+                                                 const ChannelOptions& opts = {});
     // Runs the initiator handshake over an already connected socket (used by connect()).
     static std::unique_ptr<SecureChannel> handshake_as_initiator(Socket sock, const Identity& self,
                                                                  const PairedPeer& peer,
@@ -79,6 +87,11 @@ class SecureChannel : public MessageChannel {
     std::mutex send_mutex_, recv_mutex_;
     bool broken_ = false;
 };
+
+// Two nodes that pinned each other, connected over loopback TCP: {a's end, b's end}. For tests
+// of code that runs over channels (the tensor-parallel runtime) without a node service.
+std::pair<std::unique_ptr<SecureChannel>, std::unique_ptr<SecureChannel>> secure_loopback_pair(
+    const Identity& a, const Identity& b, const ChannelOptions& opts = {});
 
 // Length-prefixed frames without encryption: the baseline for measuring what encryption costs.
 // Never offered by the node service.
