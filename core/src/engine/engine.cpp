@@ -19,6 +19,7 @@ Engine::Engine(std::shared_ptr<const Model> model, std::unique_ptr<Backend> back
                                 true);
     backend_->allocate_kv(kv_layout(*model_, cache_));
     positions_.resize(static_cast<size_t>(n_batch_));
+    tokens_.reserve(static_cast<size_t>(cache_.n_ctx));  // the cache's token list never reallocates
 }
 
 const Graph& Engine::graph_for(int64_t n_tokens, bool all_logits) {
@@ -46,9 +47,9 @@ void Engine::decode(std::span<const int32_t> ids, std::vector<float>& logits, bo
                         std::to_string(n_vocab));
     const size_t need = static_cast<size_t>((all_logits ? n : 1) * n_vocab);
     if (logits.size() != need) logits.resize(need);
-    StepIO io;
-    io.inputs.assign(2, nullptr);
-    io.outputs.assign(1, nullptr);
+    StepIO& io = io_;
+    io.inputs.resize(2);
+    io.outputs.resize(1);
     for (int64_t b = 0; b < n; b += n_batch_) {
         const int64_t len = std::min(n_batch_, n - b);
         const Graph& g = graph_for(len, all_logits);

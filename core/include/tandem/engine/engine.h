@@ -59,6 +59,7 @@ class Engine {
     int64_t n_batch_;
     std::vector<int32_t> tokens_;
     std::vector<int32_t> positions_;
+    StepIO io_;  // reused: a decode step allocates nothing
     std::map<std::pair<int64_t, bool>, Graph> graphs_;
     uint64_t scratch_peak_ = 0;
 };

@@ -196,7 +196,8 @@ void CpuBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
         }
         case Op::Attention: {
             const GraphTensor& kc = g.tensor(n.src[1]);
-            cpu::AttentionParams p{n.i[0], n.i[1], n.i[2], n.i[3], n.f[0], n.f[1], kc.type};
+            cpu::AttentionParams p{n.i[0], n.i[1], n.i[2],  n.i[3],
+                                   n.f[0], n.f[1], kc.type, kc.rows()};
             cpu::op_attention(pool_, ws_, f32(n.src[0]), out.rows(), io.n_past,
                               data_of(g, n.src[1], io), data_of(g, n.src[2], io), p, y);
             break;

@@ -64,6 +64,7 @@ struct AttentionParams {
     int64_t n_head, n_kv_head, head_dim, window;
     float scale, softcap;
     DType kv_type;
+    int64_t n_ctx;  // cache rows: scratch is sized by it so it never grows while decoding
 };
 // q [n_tokens, n_head*head_dim] at positions n_past..; K/V caches hold rows 0..n_past+n_tokens-1.
 void op_attention(ThreadPool& pool, CpuWorkspace& ws, const float* q, int64_t n_tokens,

@@ -23,7 +23,8 @@ void op_attention(ThreadPool& pool, CpuWorkspace& ws, const float* q, int64_t n_
         const int64_t pos = n_past + t;
         const int64_t lo = p.window > 0 ? std::max<int64_t>(0, pos - p.window + 1) : 0;
         const int64_t n = pos - lo + 1;
-        float* buf = ws.thread_buffer(thread, static_cast<size_t>(n_kv + 2 * hd));
+        float* buf =
+            ws.thread_buffer(thread, static_cast<size_t>(std::max(n_kv, p.n_ctx) + 2 * hd));
         float* scores = buf;
         float* vrow = buf + n_kv;
         float* acc = vrow + hd;

@@ -31,7 +31,7 @@ void ThreadPool::work(int thread_index) {
     }
 }
 
-void ThreadPool::run(int64_t n_tasks, const std::function<void(int64_t, int)>& fn) {
+void ThreadPool::run(int64_t n_tasks, TaskRef fn) {
     if (n_tasks <= 0) return;
     if (n_threads_ == 1 || n_tasks == 1) {
         for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);

@@ -5,12 +5,29 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace tandem::cpu {
+
+// A non-owning reference to a callable fn(task, thread): unlike std::function it never allocates,
+// so dispatching a job costs nothing on the heap.
+class TaskRef {
+  public:
+    template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, TaskRef>>>
+    TaskRef(F&& f)  // NOLINT: implicit on purpose, callers pass lambdas
+        : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+          call_([](void* o, int64_t task, int thread) {
+              (*static_cast<std::remove_reference_t<F>*>(o))(task, thread);
+          }) {}
+    void operator()(int64_t task, int thread) const { call_(obj_, task, thread); }
+
+  private:
+    void* obj_;
+    void (*call_)(void*, int64_t, int);
+};
 
 class ThreadPool {
   public:
@@ -21,7 +38,7 @@ class ThreadPool {
 
     int size() const { return n_threads_; }
     // fn(task, thread_index); tasks are claimed dynamically. Not reentrant.
-    void run(int64_t n_tasks, const std::function<void(int64_t, int)>& fn);
+    void run(int64_t n_tasks, TaskRef fn);  // fn must outlive the call (a lambda argument does)
 
   private:
     void worker(int index);
@@ -36,7 +53,7 @@ class ThreadPool {
     std::atomic<int> busy_{0};
     std::atomic<bool> stop_{false};
     int64_t n_tasks_ = 0;
-    const std::function<void(int64_t, int)>* fn_ = nullptr;
+    const TaskRef* fn_ = nullptr;
 };
 
 }  // namespace tandem::cpu
