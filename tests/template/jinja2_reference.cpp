@@ -95,6 +95,8 @@ JinjaComparison compare_with_jinja2(const std::vector<JinjaCase>& cases) {
         try {
             std::string got = render_template(c.tmpl, c.context, reference_options(c));
             EXPECT_EQ(ojson(got).dump(), ojson(ref["output"].get<std::string>()).dump());
+            if (std::getenv("TANDEM_JINJA_VERBOSE") && got != ref["output"].get<std::string>())
+                std::printf("mismatch template: %s\n", ojson(c.tmpl).dump().c_str());
         } catch (const TemplateError& e) {
             ADD_FAILURE() << "we raised " << e.what() << " but Jinja2 rendered "
                           << ref["output"].dump();

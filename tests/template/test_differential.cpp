@@ -192,30 +192,47 @@ class StmtGen {
     }
 
     std::string stmt(int depth) {
-        switch (depth <= 0 ? pick(3) : pick(8)) {
+        switch (depth <= 0 ? pick(3) : pick(13)) {
             case 0:
                 return open("{{") + any({"x", "loop is defined", "'v'", "y|default(1)", "ns.k"}) +
                        close("}}");
             case 1:
                 return "{#" + any({"", "-"}) + " note " + any({"", "-"}) + "#}";
             case 2:
-                return block(any({"set y = 2", "set ns.k = ns.k + 1", "set x = x ~ 'q'"}));
+                return block(
+                    any({"set y = 2", "set ns.k = ns.k + 1", "set x = x ~ 'q'", "set i = 9"}));
             case 3:
                 return block("if " + std::string(any({"x", "not x", "y is defined", "true"}))) +
                        body(depth - 1) + (pick(2) ? block("else") + body(depth - 1) : "") +
                        block("endif");
             case 4:
                 return block("for i in " + std::string(any({"[1, 2]", "[]", "'ab'", "range(3)"}))) +
-                       body(depth - 1) + (pick(3) == 0 ? block("else") + body(depth - 1) : "") +
-                       block("endfor");
+                       body(depth - 1) +
+                       (pick(3) == 0
+                            ? block("if i == 1 or i == 'a'") + block(any({"break", "continue"})) +
+                                  block("endif") + body(depth - 1)
+                            : "") +
+                       (pick(3) == 0 ? block("else") + body(depth - 1) : "") + block("endfor");
             case 5:
                 return block("macro m(a=1)") + body(depth - 1) + block("endmacro") + text() +
                        open("{{") + "m()" + close("}}");
             case 6:
                 return block("raw") + text() + "{{ not parsed }}" + text() + block("endraw");
-            default:
+            case 7:
                 return block("set blk") + body(depth - 1) + block("endset") + open("{{") +
                        "blk|length" + close("}}");
+            case 8:
+                return block("with y = x ~ 'w'") + body(depth - 1) + block("endwith");
+            case 9:
+                return open("{{") + "loop.index if loop is defined else 'none'" + close("}}");
+            case 10:
+                return block("filter upper") + body(depth - 1) + block("endfilter");
+            case 11:
+                return block("macro c2()") + "[" + open("{{") + "caller()" + close("}}") + "]" +
+                       block("endmacro") + block("call c2()") + body(depth - 1) + block("endcall");
+            default:
+                return open("{{") + any({"i", "loop.index", "loop.last", "y", "x|length"}) +
+                       close("}}");
         }
     }
 
@@ -235,7 +252,7 @@ TEST(Differential, RandomStatementLayoutsMatchJinja2) {
     if (r.skipped)
         GTEST_SKIP() << "Python with jinja2 not found (packaging/install-deps.sh makes it)";
     std::printf("compared with Jinja2: %d renderings, %d errors\n", r.outputs, r.errors);
-    EXPECT_GT(r.outputs, 700);
+    EXPECT_GT(r.outputs, 600);
 }
 
 }  // namespace

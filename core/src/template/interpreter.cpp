@@ -203,6 +203,7 @@ Interpreter::Flow Interpreter::exec_for(const ForNode& node, const ScopePtr& sco
         items = std::move(kept);
     }
     const int64_t n = int64_t(items.size());
+    bool completed_any = false;
     // One cycle() per loop, reading the current position.
     auto position = std::make_shared<int64_t>(0);
     Value cycle = Value::callable("cycle", [position](CallArgs& a) -> Value {
@@ -256,9 +257,12 @@ Interpreter::Flow Interpreter::exec_for(const ForNode& node, const ScopePtr& sco
         iter_scope->vars["loop"] = loop;
         assign(node.target, items[size_t(i)], iter_scope);
         Flow f = exec_body(node.body, iter_scope, out);
+        if (f == Flow::Normal) completed_any = true;
         if (f == Flow::Break) break;
     }
-    if (n == 0) exec_body(node.otherwise, std::make_shared<Scope>(scope), out);  // own scope too
+    // Jinja2 clears its "no iteration" flag at the end of the loop body, so `else` also runs
+    // when every iteration left early through break/continue. The else block has its own scope.
+    if (!completed_any) exec_body(node.otherwise, std::make_shared<Scope>(scope), out);
     return Flow::Normal;
 }
 
