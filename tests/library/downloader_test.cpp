@@ -97,13 +97,13 @@ TEST_F(DownloaderTest, ParallelSegmentsProduceTheHubsBytes) {
     EXPECT_FALSE(fs::exists(state_path(req.dest)));
     EXPECT_EQ(r.bytes_transferred, *req.expected_size);
     EXPECT_EQ(r.bytes_resumed, 0u);
-    // 4 ranged requests (one per segment) plus the 1-byte probe.
+    // At least one ranged request per segment, besides the 1-byte probe.
     auto stats = nlohmann::json::parse(hub_->control("stats"))["stats"];
     int ranged = 0;
     for (const auto& q : stats["requests"])
         if (q["path"].get<std::string>().rfind("/cdn/", 0) == 0 && q["range"] != "bytes=0-0")
             ++ranged;
-    EXPECT_EQ(ranged, 4);
+    EXPECT_GE(ranged, 4);  // more when a finished connection took over another's tail
     ASSERT_FALSE(seen.empty());
     EXPECT_EQ(seen.back().total, *req.expected_size);
     EXPECT_TRUE(seen.back().verifying);
@@ -141,6 +141,25 @@ TEST_F(DownloaderTest, ProgressReportsRateAndEta) {
         EXPECT_LT(p.eta_seconds, eta * 2 + 0.1) << p.done;
         EXPECT_EQ(p.active_connections, 1);
     }
+}
+
+TEST_F(DownloaderTest, IdleConnectionsTakeOverASlowSegment) {
+    const uint64_t size = 4 * 1024 * 1024;
+    auto req = serve("uneven.gguf", size);
+    // One of the four segment requests crawls at 256 KiB/s: alone it would need 4 s.
+    hub_->fault("kind=throttle&rate=262144&times=1&match=uneven.gguf");
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = download_file(req, fast_options());
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_EQ(r.sha256, req.expected_sha256);
+    EXPECT_EQ(r.bytes_transferred, size);  // taken-over tails are not written twice
+    EXPECT_LT(took, 2500ms);
+    auto stats = nlohmann::json::parse(hub_->control("stats"))["stats"];
+    int ranged = 0;
+    for (const auto& q : stats["requests"])
+        if (q["path"].get<std::string>().rfind("/cdn/", 0) == 0 && q["range"] != "bytes=0-0")
+            ++ranged;
+    EXPECT_GT(ranged, 4);
 }
 
 TEST_F(DownloaderTest, ConnectionCutMidSegmentIsResumedFromTheCut) {
@@ -279,7 +298,10 @@ TEST_F(DownloaderTest, CancelKeepsStateAndARestartResumesOnlyTheRest) {
     EXPECT_EQ(r.sha256, req.expected_sha256);
     EXPECT_EQ(r.bytes_resumed, 4 * head);
     EXPECT_EQ(r.bytes_transferred, size - 4 * head);
-    EXPECT_EQ(hub_->bytes_served(), size - 4 * head + 1);  // + the probe's byte
+    // The resumed 4 MiB were not asked for again (a connection taking over another's tail may
+    // leave some bytes in flight, hence not an exact count).
+    EXPECT_GE(hub_->bytes_served(), size - 4 * head + 1);  // + the probe's byte
+    EXPECT_LT(hub_->bytes_served(), size);
 }
 
 TEST_F(DownloaderTest, ChangedRemoteFileRestartsCleanly) {

@@ -13,6 +13,7 @@
 
 #include "download_state.h"
 #include "range_fetch.h"
+#include "segment_table.h"
 #include "tandem/common/log.h"
 #include "tandem/library/sha256.h"
 
@@ -65,6 +66,12 @@ std::chrono::milliseconds backoff(const DownloadOptions& o, int attempt) {
     return std::chrono::milliseconds(long(std::min(ms, double(o.backoff_max.count()))));
 }
 
+// The server's Retry-After is honoured as given (it knows its limits better than our backoff),
+// within reason.
+std::chrono::milliseconds retry_after_wait(const AttemptError& err) {
+    return std::min<std::chrono::milliseconds>(err.retry_after, std::chrono::minutes(5));
+}
+
 // Retries `attempt_fn` (probe) under the segment retry policy.
 template <class Fn>
 std::optional<AttemptError> with_retries(const DownloadOptions& o, DownloadControl& control,
@@ -83,7 +90,7 @@ std::optional<AttemptError> with_retries(const DownloadOptions& o, DownloadContr
             return err;
         ++retries;
         auto wait = err->kind == FailKind::RateLimited && err->retry_after.count() > 0
-                        ? std::min(err->retry_after, o.backoff_max)
+                        ? retry_after_wait(*err)
                         : backoff(o, attempt);
         log_warn("download: " + err->message + "; retrying in " + std::to_string(wait.count()) +
                  " ms");
@@ -107,14 +114,26 @@ struct Run {
         fatal = true;
     }
 
-    // One worker: keeps its segment going until complete, fatal or cancelled.
-    void run_segment(RangeJob job) {
+    // One connection: works on segments (its own, then halves of others') until none is left,
+    // a fatal error or a cancel.
+    void work(SegmentTable& table, RangeJob base) {
+        while (!fatal && !control.cancelled()) {
+            Slot* slot = table.claim(base.ranges, opt.min_segment_bytes);
+            if (!slot) break;
+            RangeJob job = base;
+            job.slot = slot;
+            run_segment(job);
+            table.release(slot);
+        }
+    }
+
+    // Keeps one segment going until complete, fatal or cancelled.
+    void run_segment(const RangeJob& job) {
         StopFlags stop{&control, &fatal};
-        uint64_t len = job.end - job.start;
         int attempt = 0;
-        while (job.done->load() < len && !fatal && !control.cancelled()) {
+        while (job.slot->remaining() > 0 && !fatal && !control.cancelled()) {
             if (!control.wait_while_paused()) break;
-            uint64_t before = job.done->load();
+            uint64_t before = job.slot->done.load();
             ++active;
             auto err = fetch_range(job, opt.http, stop, opt.stall_timeout);
             --active;
@@ -125,7 +144,7 @@ struct Run {
                 break;
             }
             // Bytes arrived: the connection works, only this attempt failed.
-            attempt = job.done->load() > before ? 1 : attempt + 1;
+            attempt = job.slot->done.load() > before ? 1 : attempt + 1;
             if (attempt >= opt.max_attempts) {
                 fail(AttemptError{err->kind, err->message + " (gave up after " +
                                                  std::to_string(attempt) + " attempts)"});
@@ -133,7 +152,7 @@ struct Run {
             }
             ++retries;
             auto wait = err->kind == FailKind::RateLimited && err->retry_after.count() > 0
-                            ? std::min(err->retry_after, opt.backoff_max)
+                            ? retry_after_wait(*err)
                             : backoff(opt, attempt);
             log_warn("download: " + err->message + "; retrying in " + std::to_string(wait.count()) +
                      " ms");
@@ -229,28 +248,24 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
         }
         save_state(state_path(req.dest), state);
 
-        std::vector<std::atomic<uint64_t>> done(state.segments.size());
-        for (size_t i = 0; i < done.size(); ++i) done[i] = state.segments[i].done;
+        SegmentTable table(state.segments);
         auto snapshot = [&] {
-            for (size_t i = 0; i < done.size(); ++i) state.segments[i].done = done[i].load();
+            state.segments = table.snapshot();
             return state.done_bytes();
         };
 
+        // Every connection starts on a segment of its own (resumed downloads may have more
+        // segments than connections; splits may add more).
+        const size_t n_workers = remote.ranges ? size_t(std::max(1, opt.connections)) : 1;
         std::vector<std::thread> workers;
         std::atomic<size_t> finished{0};
         std::mutex finished_mu;
         std::condition_variable finished_cv;
-        for (size_t i = 0; i < state.segments.size(); ++i) {
-            RangeJob job{req.url,
-                         fd.fd,
-                         remote.size,
-                         state.segments[i].start,
-                         state.segments[i].end,
-                         &done[i],
-                         remote.etag,
-                         &run.transferred};
-            workers.emplace_back([&run, &finished, &finished_mu, &finished_cv, job] {
-                run.run_segment(job);
+        const RangeJob base{req.url, fd.fd,       remote.size,     remote.ranges,
+                            nullptr, remote.etag, &run.transferred};
+        for (size_t i = 0; i < n_workers; ++i) {
+            workers.emplace_back([&run, &table, &finished, &finished_mu, &finished_cv, base] {
+                run.work(table, base);
                 std::lock_guard lock(finished_mu);
                 ++finished;
                 finished_cv.notify_all();

@@ -109,8 +109,6 @@ struct RangeSink {
     std::optional<AttemptError> error;
     int write_errno = 0;
 
-    uint64_t remaining() const { return (job->end - job->start) - job->done->load(); }
-
     // The first body bytes: is this the range we asked for, of the file we have?
     bool check_response() {
         checked = true;
@@ -125,7 +123,8 @@ struct RangeSink {
                                                         ", expected " + job->etag + ")"};
             return false;
         }
-        uint64_t want = job->start + job->done->load();
+        const Slot& slot = *job->slot;
+        uint64_t want = slot.start + slot.done.load();
         if (status == 206) {
             auto it = easy->headers().find("content-range");
             unsigned long long a = 0, b = 0, total = 0;
@@ -149,7 +148,7 @@ struct RangeSink {
             }
             return true;
         }
-        if (want == 0 && job->end == job->file_size) return true;  // whole file, no range needed
+        if (!job->ranges && want == 0) return true;  // whole file, no range needed
         error = AttemptError{FailKind::Permanent, "server ignored the Range request (HTTP " +
                                                       std::to_string(status) + ")"};
         return false;
@@ -160,11 +159,14 @@ struct RangeSink {
         size_t bytes = size * n;
         if (!s->checked && !s->check_response()) return 0;
         if (s->discard) return bytes;
-        s->job->transferred->fetch_add(bytes);
-        size_t take = size_t(std::min<uint64_t>(bytes, s->remaining()));
+        Slot& slot = *s->job->slot;
+        // Under the slot's lock: a split (another connection taking our tail) sees either all
+        // of this write or none of it, so no byte is written twice.
+        std::lock_guard lock(slot.write_mu);
+        size_t take = size_t(std::min<uint64_t>(bytes, slot.remaining()));
         size_t off = 0;
         while (off < take) {
-            uint64_t pos = s->job->start + s->job->done->load();
+            uint64_t pos = slot.start + slot.done.load();
             ssize_t w = ::pwrite(s->job->fd, data + off, take - off, off_t(pos));
             if (w < 0) {
                 if (errno == EINTR) continue;
@@ -172,7 +174,8 @@ struct RangeSink {
                 return 0;
             }
             off += size_t(w);
-            s->job->done->fetch_add(uint64_t(w));
+            slot.done.fetch_add(uint64_t(w));
+            s->job->transferred->fetch_add(uint64_t(w));
         }
         return take == bytes ? bytes : 0;  // more than asked for: stop, the segment is complete
     }
@@ -239,14 +242,15 @@ std::optional<AttemptError> probe(const std::string& url, const HttpOptions& htt
 std::optional<AttemptError> fetch_range(const RangeJob& job, const HttpOptions& http,
                                         const StopFlags& stop,
                                         std::chrono::milliseconds stall_timeout) {
-    uint64_t len = job.end - job.start;
-    if (job.done->load() >= len) return std::nullopt;
+    const Slot& slot = *job.slot;
+    if (slot.remaining() == 0) return std::nullopt;
     CurlEasy easy(job.url, http);
     easy.capture_headers();
-    uint64_t from = job.start + job.done->load();
-    // A whole-file segment from byte 0 asks for no range, so servers without Range work too.
-    if (!(from == 0 && job.end == job.file_size && job.start == 0))
-        easy.add_header("Range: bytes=" + std::to_string(from) + "-" + std::to_string(job.end - 1));
+    uint64_t from = slot.start + slot.done.load();
+    // Without Range support the only request is the whole file from byte 0.
+    if (job.ranges || from > 0)
+        easy.add_header("Range: bytes=" + std::to_string(from) + "-" +
+                        std::to_string(slot.end.load() - 1));
     Watch watch{&stop, stall_timeout};
     watch.attach(easy.get());
     RangeSink sink{&job, &easy};
@@ -261,12 +265,12 @@ std::optional<AttemptError> fetch_range(const RangeJob& job, const HttpOptions& 
         if (e == ENOSPC || e == EDQUOT || e == EFBIG) why = "disk full (" + why + ")";
         return AttemptError{FailKind::Permanent, "cannot write the download: " + why};
     }
-    if (job.done->load() >= len && !sink.discard) return std::nullopt;
+    if (slot.remaining() == 0 && !sink.discard) return std::nullopt;
     if (sink.discard || rc == CURLE_OK) {
         if (auto err = classify_status(easy.status(), job.url, easy.headers())) return err;
         return AttemptError{FailKind::Transient, "transfer from " + job.url + " ended after " +
-                                                     std::to_string(job.done->load()) + " of " +
-                                                     std::to_string(len) + " bytes"};
+                                                     std::to_string(slot.done.load()) + " of " +
+                                                     std::to_string(slot.length()) + " bytes"};
     }
     return classify_curl(rc, easy, watch, job.url);
 }

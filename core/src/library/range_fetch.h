@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "segment_table.h"
 #include "tandem/library/downloader.h"
 
 namespace tandem::library::detail {
@@ -51,11 +52,10 @@ struct RangeJob {
     std::string url;
     int fd = -1;
     uint64_t file_size = 0;
-    uint64_t start = 0;
-    uint64_t end = 0;                    // exclusive
-    std::atomic<uint64_t>* done;         // bytes of [start, end) on disk; advanced as data arrives
+    bool ranges = true;                  // the server honours Range
+    Slot* slot = nullptr;                // the bytes to fetch: [start + done, end)
     std::string etag;                    // expected identity ("" = unchecked)
-    std::atomic<uint64_t>* transferred;  // all bytes this run received (for the result)
+    std::atomic<uint64_t>* transferred;  // bytes this run wrote to the file (for the result)
 };
 
 // Fetches [start + done, end). nullopt: the segment is complete.
