@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
 
     auto* info =
         app.add_subcommand("info", "Ask a node for its announcement (manual host:port entry)");
+    add_common(info);
     info->add_option("address", address)->required();
 
     int count = 10;

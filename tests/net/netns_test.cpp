@@ -187,6 +187,15 @@ TEST(NetNamespaces, ThreeNodesDiscoverPairAndRefuse) {
         }
     }
 
+    // The CLI browser sees the same list (beside the serving node on the same UDP port), and
+    // the manual host:port fallback reaches a node directly.
+    std::string listing;
+    EXPECT_EQ(tb.run(a, "discover --seconds 2", &listing), 0) << listing;
+    EXPECT_NE(listing.find("node-b"), std::string::npos) << listing;
+    EXPECT_NE(listing.find("node-c"), std::string::npos) << listing;
+    EXPECT_EQ(tb.run(a, "info " + c.ip + ":47401", &listing), 0) << listing;
+    EXPECT_NE(listing.find("node-c"), std::string::npos) << listing;
+
     // Pairing: a (coordinator) types b's code.
     std::string code = Testbed::state(b).value("pairing_code", "");
     ASSERT_EQ(code.size(), 8u);
