@@ -1,6 +1,7 @@
 // Identity files: 0600 on disk, refused when group/world readable, stable node id; peers.json.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -44,6 +45,16 @@ TEST(NetIdentity, RefusesGroupOrWorldReadableFile) {
     EXPECT_THROW(Identity::load(file), tandem::Error);
     ::chmod(file.c_str(), 0600);
     EXPECT_NO_THROW(Identity::load(file));
+    // A 0600 file that another user owns (they could rewrite it) is refused too.
+    if (::geteuid() == 0 && ::chown(file.c_str(), 65534, 65534) == 0) {
+        try {
+            Identity::load(file);
+            FAIL() << "an identity owned by another user was accepted";
+        } catch (const tandem::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("owned by uid 65534"), std::string::npos)
+                << e.what();
+        }
+    }
 }
 
 TEST(NetIdentity, CorruptFileGivesClearError) {
