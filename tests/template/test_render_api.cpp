@@ -2,7 +2,10 @@
 // expected strings here are Python facts (json.dumps spacing, dict order), written out by hand.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -122,6 +125,30 @@ TEST(RenderApi, JoinerAndOctalEscapes) {
                   ojson::object()),
               "1, 2, 3");
     EXPECT_EQ(render_template(R"({{ '\101\60\7'|length }}{{ '\101' }})", ojson::object()), "3A");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(RenderApi, OneChatTemplateRendersFromSeveralThreads) {
+    tandem::ChatTemplate t(
+        "{% macro row(m) %}{{ m.role|upper }}={{ m.content|trim }}{% endmacro %}"
+        "{% set ns = namespace(n=0) %}{% for m in messages %}{{ row(m) }};{% set ns.n = ns.n + 1 %}"
+        "{% endfor %}{{ ns.n }}");
+    ojson ctx = ojson::parse(
+        R"({"messages": [{"role": "user", "content": " a "}, {"role": "assistant", "content": "b"}]})");
+    const std::string want = "USER=a;ASSISTANT=b;2";
+    ASSERT_EQ(t.render(ctx), want);
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i)
+        threads.emplace_back([&] {
+            for (int k = 0; k < 200; ++k)
+                if (t.render(ctx) != want) ++wrong;
+        });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(wrong.load(), 0);
 }
 
 }  // namespace
