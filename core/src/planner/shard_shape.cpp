@@ -48,7 +48,9 @@ Cut cut_of(const Weight& w, bool is_output, const HParams& hp, const ShardSpec& 
     return {};
 }
 
-int outer_dim(const Weight& w) { return w.ne[2] > 1 ? 2 : (w.ne[1] > 1 ? 1 : 0); }
+int outer_dim(const Weight& w) {
+    return w.ne[2] > 1 ? 2 : (w.ne[1] > 1 ? 1 : 0);
+}
 
 // The weight as the shard holds it (shape, size); data stays the whole tensor's start.
 Weight cut_weight(Weight w, const Cut& c) {
@@ -58,8 +60,7 @@ Weight cut_weight(Weight w, const Cut& c) {
         if (c.b == 0 && c.e == w.ne[0]) return w;
         if (c.b % tr.block_elems || c.e % tr.block_elems)
             throw Error("tensor '" + w.name + "': column slice [" + std::to_string(c.b) + ", " +
-                        std::to_string(c.e) + ") not in whole " + std::string(tr.name) +
-                        " blocks");
+                        std::to_string(c.e) + ") not in whole " + std::string(tr.name) + " blocks");
         w.ne[0] = c.e - c.b;
         w.nbytes = row_bytes(w.type, uint64_t(w.ne[0])) * uint64_t(w.ne[1] * w.ne[2]);
         return w;
@@ -80,9 +81,26 @@ Weight cut_weight(Weight w, const Cut& c) {
 
 template <class F>
 void for_each_layer_weight(engine::Layer& l, F f) {
-    for (Weight* w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
-                      &l.wo, &l.post_attn_norm, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down,
-                      &l.post_ffn_norm, &l.ffn_router, &l.gate_exps, &l.up_exps, &l.down_exps})
+    for (Weight* w : {&l.attn_norm,
+                      &l.wq,
+                      &l.wk,
+                      &l.wv,
+                      &l.bq,
+                      &l.bk,
+                      &l.bv,
+                      &l.q_norm,
+                      &l.k_norm,
+                      &l.wo,
+                      &l.post_attn_norm,
+                      &l.ffn_norm,
+                      &l.ffn_gate,
+                      &l.ffn_up,
+                      &l.ffn_down,
+                      &l.post_ffn_norm,
+                      &l.ffn_router,
+                      &l.gate_exps,
+                      &l.up_exps,
+                      &l.down_exps})
         f(*w);
 }
 
@@ -96,8 +114,8 @@ std::vector<int64_t> boundaries(int64_t units, const std::vector<double>& shares
     for (int k = 1; k < n; ++k) {
         acc += shares[static_cast<size_t>(k - 1)];
         auto v = static_cast<int64_t>(std::llround(double(units) * acc / total));
-        b[static_cast<size_t>(k)] = std::clamp<int64_t>(v, b[static_cast<size_t>(k - 1)] + 1,
-                                                        units - (n - k));
+        b[static_cast<size_t>(k)] =
+            std::clamp<int64_t>(v, b[static_cast<size_t>(k - 1)] + 1, units - (n - k));
     }
     b[static_cast<size_t>(n)] = units;
     return b;
@@ -123,7 +141,8 @@ std::shared_ptr<Model> shape_shard(const Model& whole, const ShardSpec& shard) {
     m->output_norm = whole.output_norm;
     m->layers = whole.layers;
     for (engine::Layer& l : m->layers)
-        for_each_layer_weight(l, [&](Weight& w) { w = cut_weight(w, cut_of(w, false, hp, shard)); });
+        for_each_layer_weight(l,
+                              [&](Weight& w) { w = cut_weight(w, cut_of(w, false, hp, shard)); });
     const bool tied = whole.output.slot == whole.tok_embd.slot;
     m->output = cut_weight(whole.output, cut_of(whole.output, true, hp, shard));
     // A tied head that keeps the whole vocabulary stays the embedding's slot; a slice of it is
@@ -161,11 +180,11 @@ std::vector<WeightSource> weight_sources(const Model& shaped) {
             Weight probe = *w;
             probe.ne = whole_ne;
             const int dim = outer_dim(probe);
-            const uint64_t unit =
-                dim == 0 ? 0
-                         : row_bytes(w->type, uint64_t(whole_ne[0])) *
-                               (dim == 2 ? uint64_t(whole_ne[1]) : 1);
-            const uint64_t start = dim == 0 ? row_bytes(w->type, uint64_t(c.b)) : unit * uint64_t(c.b);
+            const uint64_t unit = dim == 0 ? 0
+                                           : row_bytes(w->type, uint64_t(whole_ne[0])) *
+                                                 (dim == 2 ? uint64_t(whole_ne[1]) : 1);
+            const uint64_t start =
+                dim == 0 ? row_bytes(w->type, uint64_t(c.b)) : unit * uint64_t(c.b);
             src.ranges.push_back({base + start, w->nbytes});
         } else {
             src.ranges.push_back({base, w->nbytes});

@@ -17,20 +17,20 @@ struct DeviceBudget {
 };
 
 struct FitOptions {
-    int64_t n_ctx = 0;           // > 0: exactly this context (refused if it does not fit)
-    int64_t max_ctx = 0;         // largest context to consider (0: the model's training context)
-    int64_t ctx_step = 256;      // contexts tried are multiples of this
+    int64_t n_ctx = 0;       // > 0: exactly this context (refused if it does not fit)
+    int64_t max_ctx = 0;     // largest context to consider (0: the model's training context)
+    int64_t ctx_step = 256;  // contexts tried are multiples of this
     int64_t n_batch = 512;
     DType kv_type = DType::F16;
     bool all_logits = false;
-    double margin = 0.05;        // fraction of each device's free memory kept unused
-    int64_t ff_align = 256;      // FFN columns per shard in multiples of this (a quant block)
+    double margin = 0.05;    // fraction of each device's free memory kept unused
+    int64_t ff_align = 256;  // FFN columns per shard in multiples of this (a quant block)
 };
 
 struct FitResult {
     int64_t n_ctx = 0;
-    std::vector<double> shares;      // per device (sum 1)
-    std::vector<DevicePlan> devices; // per device, in the order given
+    std::vector<double> shares;       // per device (sum 1)
+    std::vector<DevicePlan> devices;  // per device, in the order given
 };
 
 // Usable bytes of a device: free minus the margin.

@@ -11,10 +11,10 @@
 namespace tandem::planner {
 
 struct ShardLoadStats {
-    uint64_t bytes_read = 0;     // bytes pread from the file (== the shard's weight bytes + gaps)
-    uint64_t buffer_bytes = 0;   // the one allocation holding the shard
-    uint64_t n_ranges = 0;       // ranges before merging
-    uint64_t n_reads = 0;        // reads after merging
+    uint64_t bytes_read = 0;    // bytes pread from the file (== the shard's weight bytes + gaps)
+    uint64_t buffer_bytes = 0;  // the one allocation holding the shard
+    uint64_t n_ranges = 0;      // ranges before merging
+    uint64_t n_reads = 0;       // reads after merging
 };
 
 // Loads shard `shard` of the GGUF model at `path`. The returned model owns its weights (in
