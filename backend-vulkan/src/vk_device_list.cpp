@@ -9,26 +9,36 @@ namespace tandem::vk {
 namespace {
 
 bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
-    return std::any_of(exts.begin(), exts.end(),
-                       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+    return std::any_of(exts.begin(), exts.end(), [&](const VkExtensionProperties& e) {
+        return std::strcmp(e.extensionName, name) == 0;
+    });
 }
 
 DeviceType to_device_type(VkPhysicalDeviceType t) {
     switch (t) {
-        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return DeviceType::DiscreteGpu;
-        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return DeviceType::IntegratedGpu;
-        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceType::VirtualGpu;
-        case VK_PHYSICAL_DEVICE_TYPE_CPU: return DeviceType::CpuEmulated;
-        default: return DeviceType::CpuEmulated;
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+            return DeviceType::DiscreteGpu;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+            return DeviceType::IntegratedGpu;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+            return DeviceType::VirtualGpu;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU:
+            return DeviceType::CpuEmulated;
+        default:
+            return DeviceType::CpuEmulated;
     }
 }
 
 int preference(DeviceType t) {
     switch (t) {
-        case DeviceType::DiscreteGpu: return 0;
-        case DeviceType::IntegratedGpu: return 1;
-        case DeviceType::VirtualGpu: return 2;
-        default: return 3;
+        case DeviceType::DiscreteGpu:
+            return 0;
+        case DeviceType::IntegratedGpu:
+            return 1;
+        case DeviceType::VirtualGpu:
+            return 2;
+        default:
+            return 3;
     }
 }
 
@@ -43,7 +53,8 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
     d.memory_budget_ext = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     d.external_memory_host_ext = has_extension(exts, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
 
-    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     subgroup.pNext = &driver;
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -52,7 +63,8 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
     d.subgroup_size = subgroup.subgroupSize;
     d.max_buffer_size = props.properties.limits.maxStorageBufferRange;
 
-    VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features f16{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     feats.pNext = &f16;
     vkGetPhysicalDeviceFeatures2(pd, &feats);
@@ -71,7 +83,8 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
     }
     d.compute_queue_family = best < 0 ? 0 : static_cast<uint32_t>(best);
 
-    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
     VkPhysicalDeviceMemoryProperties2 mem{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
     if (d.memory_budget_ext) mem.pNext = &budget;
     vkGetPhysicalDeviceMemoryProperties2(pd, &mem);
@@ -101,7 +114,8 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
     info.memory_free = local_free;
     // Integrated GPUs and CPU drivers share host memory; a discrete GPU with a host-visible
     // device-local type only has resizable BAR, which is not unified memory.
-    info.unified_memory = info.type == DeviceType::IntegratedGpu || info.type == DeviceType::CpuEmulated ||
+    info.unified_memory = info.type == DeviceType::IntegratedGpu ||
+                          info.type == DeviceType::CpuEmulated ||
                           (host_visible_local && info.type != DeviceType::DiscreteGpu);
     return d;
 }
@@ -123,9 +137,10 @@ Instance::Instance() {
     std::vector<VkPhysicalDevice> pds(n);
     vkEnumeratePhysicalDevices(instance_, &n, pds.data());
     for (auto pd : pds) devices_.push_back(describe(pd));
-    std::stable_sort(devices_.begin(), devices_.end(), [](const PhysicalDevice& a, const PhysicalDevice& b) {
-        return preference(a.info.type) < preference(b.info.type);
-    });
+    std::stable_sort(devices_.begin(), devices_.end(),
+                     [](const PhysicalDevice& a, const PhysicalDevice& b) {
+                         return preference(a.info.type) < preference(b.info.type);
+                     });
     for (size_t i = 0; i < devices_.size(); ++i) devices_[i].info.index = static_cast<int>(i);
 }
 

@@ -23,7 +23,7 @@ struct PhysicalDevice {
 
 // Owns the VkInstance; devices are sorted GPUs first (discrete, integrated), CPU drivers last.
 class Instance {
-public:
+  public:
     Instance();  // throws tandem::Error when no instance can be created
     ~Instance();
     Instance(const Instance&) = delete;
@@ -32,7 +32,7 @@ public:
     VkInstance handle() const { return instance_; }
     const std::vector<PhysicalDevice>& devices() const { return devices_; }
 
-private:
+  private:
     VkInstance instance_ = VK_NULL_HANDLE;
     std::vector<PhysicalDevice> devices_;
 };

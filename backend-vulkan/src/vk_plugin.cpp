@@ -3,22 +3,14 @@
 
 #include "tandem/backend/backend.h"
 #include "tandem/backend/registry.h"
+#include "vk_backend.h"
 #include "vk_device_list.h"
 
 namespace tandem::vk {
 namespace {
 
-class VulkanBackend final : public Backend {
-public:
-    explicit VulkanBackend(DeviceInfo info) : info_(std::move(info)) {}
-    const DeviceInfo& device() const override { return info_; }
-
-private:
-    DeviceInfo info_;
-};
-
 class VulkanFactory final : public BackendFactory {
-public:
+  public:
     explicit VulkanFactory(std::unique_ptr<Instance> instance) : instance_(std::move(instance)) {}
     std::string name() const override { return "vulkan"; }
     std::vector<DeviceInfo> devices() override {
@@ -29,17 +21,18 @@ public:
     std::unique_ptr<Backend> create(int index, const BackendOptions&) override {
         const auto& devs = instance_->devices();
         if (index < 0 || index >= static_cast<int>(devs.size())) return nullptr;
-        return std::make_unique<VulkanBackend>(devs[index].info);
+        return std::make_unique<VulkanBackend>(devs[index]);
     }
 
-private:
+  private:
     std::unique_ptr<Instance> instance_;
 };
 
 }  // namespace
 }  // namespace tandem::vk
 
-extern "C" __attribute__((visibility("default"))) tandem::BackendFactory* tandem_backend_factory_v1(std::string* err) {
+extern "C" __attribute__((visibility("default"))) tandem::BackendFactory* tandem_backend_factory_v1(
+    std::string* err) {
     try {
         auto instance = std::make_unique<tandem::vk::Instance>();
         if (instance->devices().empty()) {

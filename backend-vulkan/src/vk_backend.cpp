@@ -1,0 +1,305 @@
+#include "vk_backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "tandem/backend/collective.h"
+#include "tandem/common/error.h"
+
+namespace tandem::vk {
+namespace {
+
+constexpr uint64_t kIoAlign = 256;
+
+bool supported_weight_type(DType t) {
+    switch (t) {
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16:
+        case DType::Q4_0:
+        case DType::Q4_1:
+        case DType::Q5_0:
+        case DType::Q5_1:
+        case DType::Q8_0:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+uint64_t align_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) / a * a;
+}
+
+}  // namespace
+
+VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info) {
+    ctx_ = std::make_unique<Context>(pd);
+    pipelines_ = std::make_unique<Pipelines>(ctx_->device());
+    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cai.commandPool = ctx_->command_pool();
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(ctx_->device(), &cai, &cb_), "vkAllocateCommandBuffers");
+}
+
+VulkanBackend::~VulkanBackend() {
+    vkDeviceWaitIdle(ctx_->device());
+    for (auto& w : weights_) ctx_->destroy(w.buf);
+    for (auto& k : kv_) ctx_->destroy(k);
+    ctx_->destroy(scratch_);
+    ctx_->destroy(io_);
+    ctx_->destroy(moe_h_);
+    ctx_->destroy(collective_buf_);
+    pipelines_.reset();
+}
+
+void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool) {
+    if (slot < 0) throw Error("vulkan backend: negative weight slot for '" + w.name + "'");
+    if (!supported_weight_type(w.type))
+        throw Error("vulkan backend: weight '" + w.name + "' has type " +
+                    std::string(dtype_name(w.type)) + ", which has no Vulkan kernel yet");
+    const uint64_t rows = static_cast<uint64_t>(w.ne[1] * w.ne[2]);
+    const uint64_t want = row_bytes(w.type, static_cast<uint64_t>(w.ne[0])) * rows;
+    if (w.nbytes != want)
+        throw Error("vulkan backend: weight '" + w.name + "' has " + std::to_string(w.nbytes) +
+                    " bytes, its type and shape need " + std::to_string(want));
+    // Shaders index weights with 32-bit byte offsets.
+    if (w.nbytes >= (1ull << 32))
+        throw Error("vulkan backend: weight '" + w.name + "' is " + std::to_string(w.nbytes) +
+                    " bytes; tensors of 4 GiB or more are not supported yet");
+    if (static_cast<size_t>(slot) >= weights_.size()) weights_.resize(slot + 1);
+    Weight& dst = weights_[slot];
+    if (dst.buf.buffer) {
+        weight_bytes_ -= dst.buf.size;
+        ctx_->destroy(dst.buf);
+    }
+    dst.desc = w;
+    dst.desc.data = nullptr;
+    dst.buf = ctx_->create_device_buffer(w.nbytes, "weight '" + w.name + "'");
+    ctx_->upload(dst.buf, 0, w.data, w.nbytes);
+    weight_bytes_ += dst.buf.size;
+}
+
+void VulkanBackend::allocate_kv(const std::vector<KvDesc>& kv) {
+    vkDeviceWaitIdle(ctx_->device());
+    for (auto& k : kv_) ctx_->destroy(k);
+    kv_.clear();
+    kv_desc_ = kv;
+    kv_bytes_ = 0;
+    for (size_t i = 0; i < kv.size(); ++i) {
+        const KvDesc& d = kv[i];
+        if (d.type != DType::F16 && d.type != DType::F32)
+            throw Error("vulkan backend: KV cache type " + std::string(dtype_name(d.type)) +
+                        " is not supported (f16 or f32)");
+        if (d.type == DType::F16 && d.width % 2 != 0)
+            throw Error("vulkan backend: f16 KV cache rows need an even width, got " +
+                        std::to_string(d.width));
+        const uint64_t n = row_bytes(d.type, static_cast<uint64_t>(d.width)) * uint64_t(d.n_ctx);
+        kv_.push_back(ctx_->create_device_buffer(n, "KV cache " + std::to_string(i)));
+        ctx_->fill_zero(kv_.back());
+        kv_bytes_ += n;
+    }
+}
+
+void VulkanBackend::reserve_scratch(uint64_t bytes) {
+    if (bytes <= scratch_.size) return;
+    vkDeviceWaitIdle(ctx_->device());
+    ctx_->destroy(scratch_);
+    scratch_ = ctx_->create_device_buffer(bytes, "scratch");
+}
+
+void VulkanBackend::ensure_moe_buffer(uint64_t bytes) {
+    if (bytes <= moe_h_.size) return;
+    vkDeviceWaitIdle(ctx_->device());
+    ctx_->destroy(moe_h_);
+    moe_h_ = ctx_->create_device_buffer(bytes, "MoE expert activations");
+}
+
+const WeightDesc& VulkanBackend::weight_desc(const Graph& g, TensorId id) const {
+    const GraphTensor& t = g.tensor(id);
+    const auto slot = static_cast<size_t>(t.slot);
+    if (t.role != TensorRole::Weight || t.slot < 0 || slot >= weights_.size() ||
+        !weights_[slot].buf.buffer)
+        throw Error("vulkan backend: weight '" + t.name + "' was never uploaded");
+    const WeightDesc& d = weights_[slot].desc;
+    if (d.type != t.type || d.ne != t.ne)
+        throw Error("vulkan backend: weight '" + t.name + "' uploaded with another type or shape");
+    return d;
+}
+
+VulkanBackend::Ref VulkanBackend::ref(const Graph& g, TensorId id) const {
+    if (id == kNoTensor) return {};
+    const GraphTensor& t = g.tensor(id);
+    const auto slot = static_cast<size_t>(t.slot);
+    switch (t.role) {
+        case TensorRole::Weight: {
+            weight_desc(g, id);
+            const Buffer& b = weights_[slot].buf;
+            return {kWeightId0 + t.slot, b.address, 0, b.size};
+        }
+        case TensorRole::KvCache:
+            if (t.slot < 0 || slot >= kv_.size())
+                throw Error("vulkan backend: KV tensor '" + t.name + "' was never allocated");
+            return {kKvId0 + t.slot, kv_[slot].address, 0, kv_[slot].size};
+        case TensorRole::Input:
+            return {kIoId, io_.address + input_offset_.at(slot), input_offset_.at(slot),
+                    t.nbytes()};
+        case TensorRole::Output:
+            return {kIoId, io_.address + output_offset_.at(slot), output_offset_.at(slot),
+                    t.nbytes()};
+        case TensorRole::Activation:
+            return {kScratchId, scratch_.address + t.offset, t.offset, t.nbytes()};
+    }
+    return {};
+}
+
+// Inputs and outputs of the step share one host-visible buffer; it grows to the largest step.
+void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
+    input_offset_.assign(io.inputs.size(), 0);
+    output_offset_.assign(io.outputs.size(), 0);
+    uint64_t at = 0;
+    for (const GraphTensor& t : g.tensors()) {
+        if (t.role != TensorRole::Input && t.role != TensorRole::Output) continue;
+        const bool in = t.role == TensorRole::Input;
+        const size_t n = in ? io.inputs.size() : io.outputs.size();
+        if (t.slot < 0 || static_cast<size_t>(t.slot) >= n ||
+            (in ? io.inputs[t.slot] == nullptr : io.outputs[t.slot] == nullptr))
+            throw Error(std::string("vulkan backend: step ") + (in ? "input" : "output") + " '" +
+                        t.name + "' not given");
+        (in ? input_offset_ : output_offset_)[t.slot] = at;
+        at = align_up(at + t.nbytes(), kIoAlign);
+    }
+    if (at > io_.size) {
+        ctx_->destroy(io_);
+        io_ = ctx_->create_host_buffer(std::max<uint64_t>(at, 1 << 20), "step inputs/outputs");
+    }
+    for (const GraphTensor& t : g.tensors())
+        if (t.role == TensorRole::Input)
+            std::memcpy(static_cast<uint8_t*>(io_.mapped) + input_offset_[t.slot],
+                        io.inputs[t.slot], t.nbytes());
+}
+
+void VulkanBackend::compute(const Graph& g, const StepIO& io) {
+    if (g.scratch_bytes() > scratch_.size)
+        throw Error("vulkan backend: graph needs " + std::to_string(g.scratch_bytes()) +
+                    " scratch bytes, " + std::to_string(scratch_.size) + " reserved");
+    layout_io(g, io);
+    barriers_ = 0;
+    begin_recording();
+    try {
+        for (const Node& n : g.nodes()) record_node(g, n, io);
+    } catch (...) {
+        if (recording_) vkEndCommandBuffer(cb_);
+        recording_ = false;
+        throw;
+    }
+    finish_and_wait();
+    for (const GraphTensor& t : g.tensors())
+        if (t.role == TensorRole::Output)
+            std::memcpy(io.outputs[t.slot],
+                        static_cast<const uint8_t*>(io_.mapped) + output_offset_[t.slot],
+                        t.nbytes());
+}
+
+void VulkanBackend::begin_recording() {
+    check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
+    recording_ = true;
+    pending_reads_.clear();
+    pending_writes_.clear();
+}
+
+void VulkanBackend::finish_and_wait() {
+    // The host reads results (outputs, collective staging) after the fence.
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
+                         1, &mb, 0, nullptr, 0, nullptr);
+    recording_ = false;
+    check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
+    ctx_->submit_and_wait(cb_);
+}
+
+// Tensor parallelism: the collective runs on the host between two submissions of the step
+// (the network is the bottleneck there, not the extra round trip).
+void VulkanBackend::host_collective(const Graph& g, const Node& n) {
+    const GraphTensor& out = g.tensor(n.out);
+    const uint64_t n_src = uint64_t(g.tensor(n.src[0]).n_elements());
+    const uint64_t n_out = uint64_t(out.n_elements());
+    const uint64_t bytes = std::max(n_src, n_out) * sizeof(float);
+    if (bytes > collective_buf_.size) {
+        finish_and_wait();  // the old buffer may be in use by recorded commands
+        ctx_->destroy(collective_buf_);
+        collective_buf_ = ctx_->create_host_buffer(bytes, "collective staging");
+        begin_recording();
+    }
+    const Ref stage{kCollectiveId, collective_buf_.address, 0, bytes};
+    copy_floats(ref(g, n.src[0]), stage, n_src);
+    finish_and_wait();
+    auto* h = static_cast<float*>(collective_buf_.mapped);
+    if (n.op == Op::AllReduce) {
+        collective_->all_reduce_sum(h, n_src);
+    } else {
+        collective_->all_gather(h, n_src, gather_, gather_sizes_);
+        // Rank r contributed [rows, cols_r]; interleave into [rows, sum cols_r].
+        const int64_t rows = out.rows();
+        int64_t col0 = 0;
+        size_t at = 0;
+        for (size_t sz : gather_sizes_) {
+            const int64_t cols_r = static_cast<int64_t>(sz) / rows;
+            for (int64_t r = 0; r < rows; ++r)
+                std::memcpy(h + r * out.cols() + col0, gather_.data() + at + r * cols_r,
+                            sizeof(float) * static_cast<size_t>(cols_r));
+            col0 += cols_r;
+            at += sz;
+        }
+        if (col0 != out.cols())
+            throw Error("all_gather: ranks gave " + std::to_string(col0) +
+                        " columns, graph expects " + std::to_string(out.cols()));
+    }
+    begin_recording();
+    copy_floats(stage, ref(g, n.out), n_out);
+}
+
+void VulkanBackend::dispatch(const std::string& shader, const std::vector<uint32_t>& spec,
+                             const void* push, uint32_t push_bytes, uint32_t gx, uint32_t gy,
+                             uint32_t gz, std::initializer_list<Ref> reads,
+                             std::initializer_list<Ref> writes) {
+    auto overlaps = [](const Ref& r, const std::vector<Range>& list) {
+        return std::any_of(list.begin(), list.end(), [&](const Range& x) {
+            return x.buffer == r.buffer && r.offset < x.hi && x.lo < r.offset + r.size;
+        });
+    };
+    bool need = false;
+    for (const Ref& r : reads) need = need || (r.buffer >= 0 && overlaps(r, pending_writes_));
+    for (const Ref& w : writes)
+        need = need || overlaps(w, pending_writes_) || overlaps(w, pending_reads_);
+    if (need) {
+        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+        mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0,
+                             nullptr);
+        pending_reads_.clear();
+        pending_writes_.clear();
+        ++barriers_;
+    }
+    for (const Ref& r : reads)
+        if (r.buffer >= 0 && r.buffer < kWeightId0)
+            pending_reads_.push_back({r.buffer, r.offset, r.offset + r.size});
+    for (const Ref& w : writes) pending_writes_.push_back({w.buffer, w.offset, w.offset + w.size});
+    if (gx == 0 || gy == 0 || gz == 0) return;
+    vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_->get(shader, spec));
+    vkCmdPushConstants(cb_, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+    vkCmdDispatch(cb_, gx, gy, gz);
+}
+
+}  // namespace tandem::vk

@@ -1,0 +1,84 @@
+#pragma once
+// The Vulkan backend: weights, KV cache and scratch in device memory; a step graph is recorded
+// into one command buffer (barriers only where a node reads or overwrites what an earlier,
+// unbarriered node wrote) and submitted once; the host waits only for the step's outputs.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tandem/backend/backend.h"
+#include "vk_context.h"
+#include "vk_pipelines.h"
+
+namespace tandem::vk {
+
+// Buffer ids for hazard tracking; weights are never written, so they never need a barrier.
+inline constexpr int kScratchId = 0, kIoId = 1, kMoeId = 2, kCollectiveId = 3, kKvId0 = 16,
+                     kWeightId0 = 1 << 20;
+
+class VulkanBackend final : public Backend {
+  public:
+    explicit VulkanBackend(const PhysicalDevice& pd);
+    ~VulkanBackend() override;
+
+    const DeviceInfo& device() const override { return info_; }
+    // Every op of the step graph is implemented (collectives through the host).
+    bool can_compute() const override { return true; }
+    void upload_weight(int slot, const WeightDesc& weight, bool keep_host) override;
+    void allocate_kv(const std::vector<KvDesc>& kv) override;
+    void reserve_scratch(uint64_t bytes) override;
+    void compute(const Graph& graph, const StepIO& io) override;
+    void set_collective(Collective* c) override { collective_ = c; }
+    uint64_t weight_bytes() const override { return weight_bytes_; }
+    uint64_t kv_bytes() const override { return kv_bytes_; }
+    uint64_t scratch_bytes() const override { return scratch_.size; }
+
+  private:
+    // Where a tensor lives: which buffer (for hazard tracking) and its device address.
+    struct Ref {
+        int buffer = -1;
+        uint64_t address = 0;
+        uint64_t offset = 0;  // within `buffer`
+        uint64_t size = 0;
+    };
+    struct Range {
+        int buffer;
+        uint64_t lo, hi;
+    };
+    struct Weight {
+        WeightDesc desc;
+        Buffer buf;
+    };
+
+    Ref ref(const Graph& g, TensorId id) const;
+    const WeightDesc& weight_desc(const Graph& g, TensorId id) const;
+    void layout_io(const Graph& g, const StepIO& io);
+    void record_node(const Graph& g, const Node& n, const StepIO& io);
+    void dispatch(const std::string& shader, const std::vector<uint32_t>& spec, const void* push,
+                  uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz,
+                  std::initializer_list<Ref> reads, std::initializer_list<Ref> writes);
+    void begin_recording();
+    void finish_and_wait();
+    void host_collective(const Graph& g, const Node& n);
+    void copy_floats(const Ref& src, const Ref& dst, uint64_t n);
+    void ensure_moe_buffer(uint64_t bytes);
+
+    DeviceInfo info_;
+    std::unique_ptr<Context> ctx_;
+    std::unique_ptr<Pipelines> pipelines_;
+    VkCommandBuffer cb_ = VK_NULL_HANDLE;  // reused by every step
+    std::vector<Weight> weights_;
+    std::vector<Buffer> kv_;
+    std::vector<KvDesc> kv_desc_;
+    Buffer scratch_, io_, moe_h_, collective_buf_;
+    std::vector<float> gather_;
+    std::vector<size_t> gather_sizes_;
+    std::vector<uint64_t> input_offset_, output_offset_;  // in io_, by slot
+    std::vector<Range> pending_reads_, pending_writes_;
+    uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
+    uint32_t barriers_ = 0;
+    bool recording_ = false;
+    Collective* collective_ = nullptr;
+};
+
+}  // namespace tandem::vk

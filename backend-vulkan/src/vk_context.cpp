@@ -1,0 +1,193 @@
+#include "vk_context.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "tandem/common/error.h"
+
+namespace tandem::vk {
+
+void check(VkResult r, const char* what) {
+    if (r != VK_SUCCESS)
+        throw Error(std::string("vulkan: ") + what + " failed (VkResult " + std::to_string(r) +
+                    ")");
+}
+
+namespace {
+// Weights upload through a staging buffer of this size on devices without host-visible
+// device memory: large enough that the copies run at full PCIe speed.
+constexpr uint64_t kStagingBytes = 64ull << 20;
+}  // namespace
+
+Context::Context(const PhysicalDevice& pd) : pd_(pd) {
+    VkPhysicalDeviceVulkan12Features have12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 have{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    have.pNext = &have12;
+    vkGetPhysicalDeviceFeatures2(pd.handle, &have);
+    if (!have12.bufferDeviceAddress)
+        throw Error("vulkan: device '" + pd.info.name +
+                    "' lacks bufferDeviceAddress (Vulkan 1.2), which this backend needs");
+
+    VkPhysicalDeviceVulkan12Features want12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    want12.bufferDeviceAddress = VK_TRUE;
+    want12.storageBuffer8BitAccess = have12.storageBuffer8BitAccess;
+    want12.shaderFloat16 = have12.shaderFloat16;
+    VkPhysicalDeviceFeatures2 want{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    want.pNext = &want12;
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qci.queueFamilyIndex = pd.compute_queue_family;
+    qci.queueCount = 1;
+    qci.pQueuePriorities = &priority;
+    std::vector<const char*> exts;
+    if (pd.memory_budget_ext) exts.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    dci.pNext = &want;
+    dci.queueCreateInfoCount = 1;
+    dci.pQueueCreateInfos = &qci;
+    dci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
+    dci.ppEnabledExtensionNames = exts.data();
+    check(vkCreateDevice(pd.handle, &dci, nullptr, &device_), "vkCreateDevice");
+    vkGetDeviceQueue(device_, pd.compute_queue_family, 0, &queue_);
+
+    VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pci.queueFamilyIndex = pd.compute_queue_family;
+    check(vkCreateCommandPool(device_, &pci, nullptr, &pool_), "vkCreateCommandPool");
+    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cai.commandPool = pool_;
+    cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cai.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(device_, &cai, &transfer_cb_), "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fci{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    check(vkCreateFence(device_, &fci, nullptr, &fence_), "vkCreateFence");
+    vkGetPhysicalDeviceMemoryProperties(pd.handle, &mem_);
+}
+
+Context::~Context() {
+    if (!device_) return;
+    vkDeviceWaitIdle(device_);
+    destroy(staging_);
+    if (fence_) vkDestroyFence(device_, fence_, nullptr);
+    if (pool_) vkDestroyCommandPool(device_, pool_, nullptr);
+    vkDestroyDevice(device_, nullptr);
+}
+
+int Context::find_memory_type(uint32_t bits, VkMemoryPropertyFlags want,
+                              VkMemoryPropertyFlags avoid) const {
+    for (uint32_t i = 0; i < mem_.memoryTypeCount; ++i) {
+        const auto f = mem_.memoryTypes[i].propertyFlags;
+        if ((bits & (1u << i)) && (f & want) == want && !(f & avoid)) return static_cast<int>(i);
+    }
+    return -1;
+}
+
+Buffer Context::create_buffer(uint64_t size, VkMemoryPropertyFlags want,
+                              VkMemoryPropertyFlags avoid, const std::string& what) {
+    Buffer b;
+    b.size = std::max<uint64_t>(size, 16);
+    VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bci.size = b.size;
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+    bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    check(vkCreateBuffer(device_, &bci, nullptr, &b.buffer), "vkCreateBuffer");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device_, b.buffer, &req);
+    // Preferred: the exact flags; else drop `want` down to device-local, then to anything.
+    int type = find_memory_type(req.memoryTypeBits, want, avoid);
+    if (type < 0) type = find_memory_type(req.memoryTypeBits, want, 0);
+    if (type < 0 && (want & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) == 0)
+        type = find_memory_type(req.memoryTypeBits, 0, 0);
+    if (type < 0) {
+        vkDestroyBuffer(device_, b.buffer, nullptr);
+        throw Error("vulkan: no memory type for " + what);
+    }
+    VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
+    flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+    VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    mai.pNext = &flags;
+    mai.allocationSize = req.size;
+    mai.memoryTypeIndex = static_cast<uint32_t>(type);
+    VkResult r = vkAllocateMemory(device_, &mai, nullptr, &b.memory);
+    if (r != VK_SUCCESS) {
+        vkDestroyBuffer(device_, b.buffer, nullptr);
+        throw Error("vulkan: cannot allocate " + std::to_string(size) + " bytes for " + what +
+                    " on '" + pd_.info.name + "' (VkResult " + std::to_string(r) + ")");
+    }
+    check(vkBindBufferMemory(device_, b.buffer, b.memory, 0), "vkBindBufferMemory");
+    if (mem_.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
+        check(vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
+    VkBufferDeviceAddressInfo ai{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+    ai.buffer = b.buffer;
+    b.address = vkGetBufferDeviceAddress(device_, &ai);
+    return b;
+}
+
+Buffer Context::create_device_buffer(uint64_t size, const std::string& what) {
+    // Host-visible + coherent device-local memory lets uploads be a memcpy (unified memory).
+    const VkMemoryPropertyFlags unified = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                          VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                          VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    if (pd_.info.unified_memory) return create_buffer(size, unified, 0, what);
+    return create_buffer(size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, what);
+}
+
+Buffer Context::create_host_buffer(uint64_t size, const std::string& what) {
+    return create_buffer(
+        size, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0, what);
+}
+
+void Context::destroy(Buffer& b) {
+    if (b.mapped) vkUnmapMemory(device_, b.memory);
+    if (b.buffer) vkDestroyBuffer(device_, b.buffer, nullptr);
+    if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
+    b = Buffer{};
+}
+
+void Context::submit_and_wait(VkCommandBuffer cb) {
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cb;
+    check(vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit");
+    check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+    check(vkResetFences(device_, 1, &fence_), "vkResetFences");
+}
+
+void Context::upload(const Buffer& b, uint64_t offset, const void* data, uint64_t n) {
+    if (offset + n > b.size) throw Error("vulkan: upload past the end of a buffer");
+    if (b.mapped) {
+        std::memcpy(static_cast<uint8_t*>(b.mapped) + offset, data, n);
+        return;
+    }
+    if (!staging_.buffer) staging_ = create_host_buffer(kStagingBytes, "staging");
+    const auto* src = static_cast<const uint8_t*>(data);
+    for (uint64_t done = 0; done < n;) {
+        const uint64_t len = std::min(kStagingBytes, n - done);
+        std::memcpy(staging_.mapped, src + done, len);
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        check(vkBeginCommandBuffer(transfer_cb_, &bi), "vkBeginCommandBuffer");
+        VkBufferCopy region{0, offset + done, len};
+        vkCmdCopyBuffer(transfer_cb_, staging_.buffer, b.buffer, 1, &region);
+        check(vkEndCommandBuffer(transfer_cb_), "vkEndCommandBuffer");
+        submit_and_wait(transfer_cb_);
+        done += len;
+    }
+}
+
+void Context::fill_zero(const Buffer& b) {
+    if (b.mapped) {
+        std::memset(b.mapped, 0, b.size);
+        return;
+    }
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(transfer_cb_, &bi), "vkBeginCommandBuffer");
+    vkCmdFillBuffer(transfer_cb_, b.buffer, 0, VK_WHOLE_SIZE, 0);
+    check(vkEndCommandBuffer(transfer_cb_), "vkEndCommandBuffer");
+    submit_and_wait(transfer_cb_);
+}
+
+}  // namespace tandem::vk

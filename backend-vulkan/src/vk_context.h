@@ -1,0 +1,67 @@
+#pragma once
+// One logical Vulkan device: a compute queue, a command pool, a fence, and buffers addressed by
+// device address (buffer_device_address) so shaders take raw pointers in push constants and no
+// descriptor sets exist at all (nothing to allocate or update per step).
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <string>
+
+#include "vk_device_list.h"
+
+namespace tandem::vk {
+
+// Throws tandem::Error naming the call when r is not VK_SUCCESS.
+void check(VkResult r, const char* what);
+
+struct Buffer {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    uint64_t size = 0;
+    uint64_t address = 0;    // device address of byte 0
+    void* mapped = nullptr;  // host pointer when the memory is host-visible
+};
+
+class Context {
+  public:
+    explicit Context(const PhysicalDevice& pd);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    // Device-local memory, host-visible too when such a type exists (unified memory, ReBAR).
+    Buffer create_device_buffer(uint64_t size, const std::string& what);
+    // Host-visible, host-coherent memory (staging, step inputs/outputs).
+    Buffer create_host_buffer(uint64_t size, const std::string& what);
+    void destroy(Buffer& b);
+    // Copies host bytes into b at offset: directly when mapped, else through a staging buffer
+    // in large chunks (waits for the copies to finish).
+    void upload(const Buffer& b, uint64_t offset, const void* data, uint64_t n);
+    void fill_zero(const Buffer& b);
+
+    VkDevice device() const { return device_; }
+    VkQueue queue() const { return queue_; }
+    VkCommandPool command_pool() const { return pool_; }
+    const PhysicalDevice& physical() const { return pd_; }
+    uint32_t subgroup_size() const { return pd_.subgroup_size; }
+
+    // Runs one command buffer and waits for it (fence reused).
+    void submit_and_wait(VkCommandBuffer cb);
+
+  private:
+    Buffer create_buffer(uint64_t size, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid,
+                         const std::string& what);
+    int find_memory_type(uint32_t bits, VkMemoryPropertyFlags want,
+                         VkMemoryPropertyFlags avoid) const;
+
+    PhysicalDevice pd_;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    VkCommandPool pool_ = VK_NULL_HANDLE;
+    VkCommandBuffer transfer_cb_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    VkPhysicalDeviceMemoryProperties mem_{};
+    Buffer staging_;
+};
+
+}  // namespace tandem::vk

@@ -1,0 +1,69 @@
+#include "vk_pipelines.h"
+
+#include "tandem/common/error.h"
+#include "vk_context.h"
+
+namespace tandem::vk {
+
+struct EmbeddedShader {
+    std::string_view name;
+    const uint32_t* words;
+    size_t size_bytes;
+};
+const EmbeddedShader* embedded_shaders(size_t* n);  // embedded_shaders.cpp (generated)
+
+Pipelines::Pipelines(VkDevice device) : device_(device) {
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
+    VkPipelineLayoutCreateInfo lci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    lci.pushConstantRangeCount = 1;
+    lci.pPushConstantRanges = &range;
+    check(vkCreatePipelineLayout(device_, &lci, nullptr, &layout_), "vkCreatePipelineLayout");
+}
+
+Pipelines::~Pipelines() {
+    for (auto& [key, p] : pipelines_) vkDestroyPipeline(device_, p, nullptr);
+    for (auto& [name, m] : modules_) vkDestroyShaderModule(device_, m, nullptr);
+    if (layout_) vkDestroyPipelineLayout(device_, layout_, nullptr);
+}
+
+VkPipeline Pipelines::get(const std::string& shader, const std::vector<uint32_t>& spec) {
+    auto key = std::make_pair(shader, spec);
+    if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+
+    VkShaderModule module = VK_NULL_HANDLE;
+    if (auto it = modules_.find(shader); it != modules_.end()) {
+        module = it->second;
+    } else {
+        size_t n = 0;
+        const EmbeddedShader* all = embedded_shaders(&n);
+        const EmbeddedShader* found = nullptr;
+        for (size_t i = 0; i < n; ++i)
+            if (all[i].name == shader) found = &all[i];
+        if (!found) throw Error("vulkan: no embedded shader named '" + shader + "'");
+        VkShaderModuleCreateInfo mci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+        mci.codeSize = found->size_bytes;
+        mci.pCode = found->words;
+        check(vkCreateShaderModule(device_, &mci, nullptr, &module), "vkCreateShaderModule");
+        modules_[shader] = module;
+    }
+
+    std::vector<VkSpecializationMapEntry> entries(spec.size());
+    for (size_t i = 0; i < spec.size(); ++i)
+        entries[i] = {static_cast<uint32_t>(i), static_cast<uint32_t>(i * 4), 4};
+    VkSpecializationInfo si{static_cast<uint32_t>(entries.size()), entries.data(), spec.size() * 4,
+                            spec.data()};
+    VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    ci.stage.module = module;
+    ci.stage.pName = "main";
+    ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
+    ci.layout = layout_;
+    VkPipeline p = VK_NULL_HANDLE;
+    check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p),
+          ("vkCreateComputePipelines(" + shader + ")").c_str());
+    pipelines_[key] = p;
+    return p;
+}
+
+}  // namespace tandem::vk

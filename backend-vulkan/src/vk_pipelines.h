@@ -1,0 +1,35 @@
+#pragma once
+// Compute pipelines made from the embedded SPIR-V on first use, one per (shader, specialisation
+// constants) pair, and kept for the life of the device. Every shader takes its buffers as device
+// addresses in push constants, so all pipelines share one layout with no descriptor sets.
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tandem::vk {
+
+inline constexpr uint32_t kPushConstantBytes = 128;  // the minimum every device guarantees
+
+class Pipelines {
+  public:
+    explicit Pipelines(VkDevice device);
+    ~Pipelines();
+    Pipelines(const Pipelines&) = delete;
+    Pipelines& operator=(const Pipelines&) = delete;
+
+    // spec[i] is specialisation constant id i (uint32).
+    VkPipeline get(const std::string& shader, const std::vector<uint32_t>& spec = {});
+    VkPipelineLayout layout() const { return layout_; }
+
+  private:
+    VkDevice device_;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    std::map<std::string, VkShaderModule> modules_;
+    std::map<std::pair<std::string, std::vector<uint32_t>>, VkPipeline> pipelines_;
+};
+
+}  // namespace tandem::vk

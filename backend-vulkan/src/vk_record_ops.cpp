@@ -1,0 +1,291 @@
+// Records one graph node as compute dispatches. Push-constant structs mirror the shaders'
+// push_constant blocks (device addresses first, then 32-bit fields).
+#include <algorithm>
+
+#include "tandem/backend/collective.h"
+#include "tandem/common/error.h"
+#include "vk_backend.h"
+
+namespace tandem::vk {
+namespace {
+
+constexpr uint32_t kSplit = 32768;  // shaders rebuild row = x + z * kSplit (x is capped)
+uint32_t split_x(uint64_t n) {
+    return static_cast<uint32_t>(std::min<uint64_t>(n, kSplit));
+}
+uint32_t split_z(uint64_t n) {
+    return static_cast<uint32_t>((n + kSplit - 1) / kSplit);
+}
+uint32_t u32(int64_t v) {
+    return static_cast<uint32_t>(v);
+}
+uint32_t eltwise_groups(uint64_t n) {
+    return static_cast<uint32_t>(std::clamp<uint64_t>((n + 255) / 256, 1, 4096));
+}
+
+enum EltOp : uint32_t {
+    kAdd = 0,
+    kMul = 1,
+    kScale = 2,
+    kSoftcap = 3,
+    kSilu = 4,
+    kGelu = 5,
+    kCopy = 6
+};
+
+struct EltPush {
+    uint64_t a, b, y;
+    uint32_t n;
+    float f;
+};
+struct RmsPush {
+    uint64_t x, w, y;
+    uint32_t group, n_groups;
+    float eps;
+    uint32_t has_w;
+};
+struct RowsPush {
+    uint64_t w, ids, y;
+    uint32_t n_embd, row_bytes;
+};
+struct MatPush {
+    uint64_t w, x, y, bias;
+    uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
+};
+struct RopePush {
+    uint64_t x, pos, ff, y;
+    uint32_t n_tok, n_head, head_dim, n_rot, neox, has_ff;
+    float freq_base, freq_scale;
+};
+struct KvPush {
+    uint64_t x, cache;
+    uint32_t n, row0_elems;
+};
+struct AttnPush {
+    uint64_t q, k, v, y;
+    uint32_t n_tok, n_head, n_kv_head, head_dim, window, n_past;
+    float scale, softcap;
+};
+struct RoutePush {
+    uint64_t logits, route;
+    uint32_t n_tok, n_expert, k, normalize;
+};
+struct GateUpPush {
+    uint64_t gate, up, x, route, h;
+    uint32_t n_embd, n_ff, k, first_expert, n_local, gate_row_bytes, up_row_bytes, act_id;
+};
+struct DownPush {
+    uint64_t down, h, route, y;
+    uint32_t n_ff, n_embd, k, first_expert, n_local, row_bytes;
+};
+static_assert(sizeof(GateUpPush) <= kPushConstantBytes);
+
+uint32_t weight_row_bytes(const WeightDesc& w) {
+    return static_cast<uint32_t>(row_bytes(w.type, static_cast<uint64_t>(w.ne[0])));
+}
+
+}  // namespace
+
+void VulkanBackend::copy_floats(const Ref& src, const Ref& dst, uint64_t n) {
+    EltPush p{src.address, src.address, dst.address, static_cast<uint32_t>(n), 0.0f};
+    dispatch("eltwise", {kCopy}, &p, sizeof p, eltwise_groups(n), 1, 1, {src}, {dst});
+}
+
+void VulkanBackend::record_node(const Graph& g, const Node& n, const StepIO& io) {
+    const GraphTensor& out = g.tensor(n.out);
+    const Ref y = ref(g, n.out);
+    const Ref a = ref(g, n.src[0]);
+    const uint64_t n_out = static_cast<uint64_t>(out.n_elements());
+    if (n_out >= (1ull << 32))
+        throw Error("vulkan backend: node output '" + out.name + "' has 2^32 or more elements");
+    switch (n.op) {
+        case Op::Add:
+        case Op::Mul:
+        case Op::Scale:
+        case Op::Softcap:
+        case Op::GatedAct: {
+            const Ref b = ref(g, n.src[1]);
+            uint32_t op = n.op == Op::Add                   ? kAdd
+                          : n.op == Op::Mul                 ? kMul
+                          : n.op == Op::Scale               ? kScale
+                          : n.op == Op::Softcap             ? kSoftcap
+                          : n.i[0] == int(Activation::Silu) ? kSilu
+                                                            : kGelu;
+            EltPush p{a.address, b.buffer >= 0 ? b.address : a.address, y.address, u32(n_out),
+                      n.f[0]};
+            if (b.buffer >= 0)
+                dispatch("eltwise", {op}, &p, sizeof p, eltwise_groups(n_out), 1, 1, {a, b}, {y});
+            else
+                dispatch("eltwise", {op}, &p, sizeof p, eltwise_groups(n_out), 1, 1, {a}, {y});
+            break;
+        }
+        case Op::Copy:
+        case Op::AllReduce:
+        case Op::AllGather:
+            if (n.op != Op::Copy && collective_ && collective_->n_ranks() > 1)
+                host_collective(g, n);
+            else if (y.address != a.address)
+                copy_floats(a, y, n_out);
+            break;
+        case Op::TakeRows: {
+            Ref src = a;
+            const uint64_t skip = uint64_t(n.i[0]) * uint64_t(out.cols()) * sizeof(float);
+            src.address += skip;
+            src.offset += skip;
+            src.size = n_out * sizeof(float);
+            copy_floats(src, y, n_out);
+            break;
+        }
+        case Op::RmsNorm: {
+            const Ref w = ref(g, n.src[1]);
+            const int64_t group = n.i[0] > 0 ? n.i[0] : out.cols();
+            const uint64_t n_groups = n_out / static_cast<uint64_t>(group);
+            RmsPush p{a.address,
+                      w.address,
+                      y.address,
+                      u32(group),
+                      u32(n_groups),
+                      n.f[0],
+                      w.buffer >= 0 ? 1u : 0u};
+            if (w.buffer >= 0)
+                dispatch("rms_norm", {}, &p, sizeof p, split_x(n_groups), split_z(n_groups), 1,
+                         {a, w}, {y});
+            else
+                dispatch("rms_norm", {}, &p, sizeof p, split_x(n_groups), split_z(n_groups), 1, {a},
+                         {y});
+            break;
+        }
+        case Op::GetRows: {
+            const WeightDesc& w = weight_desc(g, n.src[0]);
+            const GraphTensor& ids_t = g.tensor(n.src[1]);
+            const Ref ids = ref(g, n.src[1]);
+            // Token ids come from the host: check them before the GPU reads out of bounds.
+            if (ids_t.role == TensorRole::Input) {
+                const auto* v = static_cast<const int32_t*>(io.inputs[ids_t.slot]);
+                for (int64_t t = 0; t < out.rows(); ++t)
+                    if (v[t] < 0 || v[t] >= w.ne[1])
+                        throw Error("get_rows: token id " + std::to_string(v[t]) +
+                                    " outside the vocabulary (" + std::to_string(w.ne[1]) +
+                                    " rows)");
+            }
+            RowsPush p{a.address, ids.address, y.address, u32(w.ne[0]), weight_row_bytes(w)};
+            dispatch("get_rows", {uint32_t(w.type)}, &p, sizeof p, split_x(out.rows()),
+                     split_z(out.rows()), 1, {ids}, {y});
+            break;
+        }
+        case Op::MatMul: {
+            const WeightDesc& w = weight_desc(g, n.src[0]);
+            const Ref x = ref(g, n.src[1]), bias = ref(g, n.src[2]);
+            const int64_t T = g.tensor(n.src[1]).rows();
+            MatPush p{a.address,
+                      x.address,
+                      y.address,
+                      bias.buffer >= 0 ? bias.address : a.address,
+                      u32(w.ne[0]),
+                      u32(w.ne[1]),
+                      u32(T),
+                      weight_row_bytes(w),
+                      bias.buffer >= 0 ? 1u : 0u};
+            const uint32_t tiles = u32((T + 3) / 4);
+            dispatch("matmul", {uint32_t(w.type)}, &p, sizeof p, split_x(w.ne[1]), tiles,
+                     split_z(w.ne[1]), {x}, {y});
+            break;
+        }
+        case Op::Rope: {
+            const Ref pos = ref(g, n.src[1]), ff = ref(g, n.src[2]);
+            const int64_t n_head = out.cols() / n.i[0];
+            const uint64_t heads = uint64_t(out.rows() * n_head);
+            RopePush p{a.address,
+                       pos.address,
+                       ff.buffer >= 0 ? ff.address : a.address,
+                       y.address,
+                       u32(out.rows()),
+                       u32(n_head),
+                       u32(n.i[0]),
+                       u32(n.i[1]),
+                       n.i[2] == int(RopeMode::Neox) ? 1u : 0u,
+                       ff.buffer >= 0 ? 1u : 0u,
+                       n.f[0],
+                       n.f[1]};
+            dispatch("rope", {}, &p, sizeof p, 1, split_x(heads), split_z(heads), {a, pos, ff},
+                     {y});
+            break;
+        }
+        case Op::KvStore: {
+            const GraphTensor& cache = g.tensor(n.src[1]);
+            const GraphTensor& src = g.tensor(n.src[0]);
+            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
+                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
+                            std::to_string(src.rows()) + " new tokens exceed the context of " +
+                            std::to_string(cache.rows()) + " (raise --ctx)");
+            Ref c = ref(g, n.src[1]);
+            const uint64_t rb = row_bytes(cache.type, uint64_t(cache.cols()));
+            Ref dst = c;  // only the rows written, so later reads of older rows need no barrier
+            dst.offset = uint64_t(io.n_past) * rb;
+            dst.size = uint64_t(src.rows()) * rb;
+            const uint64_t n_el = uint64_t(src.n_elements());
+            KvPush p{a.address, c.address, u32(n_el), u32(int64_t(io.n_past) * cache.cols())};
+            dispatch("kv_store", {cache.type == DType::F16 ? 1u : 0u}, &p, sizeof p,
+                     eltwise_groups(n_el), 1, 1, {a}, {dst});
+            break;
+        }
+        case Op::Attention: {
+            const GraphTensor& kc = g.tensor(n.src[1]);
+            if (n.i[2] > 256)
+                throw Error("vulkan backend: attention head_dim " + std::to_string(n.i[2]) +
+                            " is over the shader's 256");
+            const Ref k = ref(g, n.src[1]), v = ref(g, n.src[2]);
+            const uint64_t heads = uint64_t(out.rows()) * uint64_t(n.i[0]);
+            AttnPush p{a.address,       k.address,      v.address,   y.address,
+                       u32(out.rows()), u32(n.i[0]),    u32(n.i[1]), u32(n.i[2]),
+                       u32(n.i[3]),     u32(io.n_past), n.f[0],      n.f[1]};
+            dispatch("attention", {kc.type == DType::F16 ? 1u : 0u}, &p, sizeof p, split_x(heads),
+                     split_z(heads), 1, {a, k, v}, {y});
+            break;
+        }
+        case Op::MoeRoute: {
+            const int64_t n_expert = g.tensor(n.src[0]).cols();
+            if (n.i[0] < 1 || n.i[0] > 16 || n.i[0] > n_expert)
+                throw Error("vulkan backend: moe_route k=" + std::to_string(n.i[0]) +
+                            " must be 1..16 and at most n_expert");
+            RoutePush p{a.address,     y.address,   u32(out.rows()),
+                        u32(n_expert), u32(n.i[0]), n.i[1] != 0 ? 1u : 0u};
+            dispatch("moe_route", {}, &p, sizeof p, u32((out.rows() + 63) / 64), 1, 1, {a}, {y});
+            break;
+        }
+        case Op::MoeFfn: {
+            const WeightDesc& gw = weight_desc(g, n.src[2]);
+            const WeightDesc& uw = weight_desc(g, n.src[3]);
+            const WeightDesc& dw = weight_desc(g, n.src[4]);
+            const Ref route = ref(g, n.src[1]);
+            const Ref gate = ref(g, n.src[2]), up = ref(g, n.src[3]), down = ref(g, n.src[4]);
+            const int64_t T = out.rows(), k = g.tensor(n.src[1]).cols() / 2;
+            const int64_t n_embd = gw.ne[0], n_ff = gw.ne[1];
+            ensure_moe_buffer(uint64_t(T * k * n_ff) * sizeof(float));
+            const Ref h{kMoeId, moe_h_.address, 0, uint64_t(T * k * n_ff) * sizeof(float)};
+            GateUpPush gp{gate.address,
+                          up.address,
+                          a.address,
+                          route.address,
+                          h.address,
+                          u32(n_embd),
+                          u32(n_ff),
+                          u32(k),
+                          u32(n.i[0]),
+                          u32(gw.ne[2]),
+                          weight_row_bytes(gw),
+                          weight_row_bytes(uw),
+                          u32(n.i[1])};
+            dispatch("moe_gate_up", {uint32_t(gw.type), uint32_t(uw.type)}, &gp, sizeof gp,
+                     split_x(n_ff), u32(T * k), split_z(n_ff), {a, route}, {h});
+            DownPush dp{down.address,  h.address,           route.address, y.address,
+                        u32(n_ff),     u32(n_embd),         u32(k),        u32(n.i[0]),
+                        u32(dw.ne[2]), weight_row_bytes(dw)};
+            dispatch("moe_down", {uint32_t(dw.type)}, &dp, sizeof dp, split_x(n_embd), u32(T),
+                     split_z(n_embd), {h, route}, {y});
+            break;
+        }
+    }
+}
+
+}  // namespace tandem::vk
