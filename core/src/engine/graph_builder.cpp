@@ -44,19 +44,27 @@ class Builder {
     TensorId act(const std::string& name, int64_t cols, int64_t rows = -1) {
         return g_.activation(name, cols, rows < 0 ? T_ : rows);
     }
+    // Shapes are read into locals first: creating a tensor may reallocate the tensor list, and
+    // argument evaluation order would otherwise decide whether a reference dangles.
     TensorId norm(const std::string& name, TensorId x, const Weight& weight, int64_t group = 0) {
-        const GraphTensor& t = g_.tensor(x);
-        return node(Op::RmsNorm, act(name, t.cols(), t.rows()), {x, w(weight)},
-                    {static_cast<int32_t>(group), 0, 0, 0}, {hp_.rms_eps, 0});
+        const int64_t cols = g_.tensor(x).cols(), rows = g_.tensor(x).rows();
+        const TensorId wt = w(weight);
+        const TensorId out = act(name, cols, rows);
+        return node(Op::RmsNorm, out, {x, wt}, {static_cast<int32_t>(group), 0, 0, 0},
+                    {hp_.rms_eps, 0});
     }
     TensorId matmul(const std::string& name, const Weight& wt, TensorId x,
                     const Weight* bias = nullptr) {
-        return node(Op::MatMul, act(name, wt.ne[1], g_.tensor(x).rows()),
-                    {w(wt), x, bias ? w(*bias) : kNoTensor});
+        const int64_t rows = g_.tensor(x).rows();
+        const TensorId w_id = w(wt);
+        const TensorId b_id = bias ? w(*bias) : kNoTensor;
+        const TensorId out = act(name, wt.ne[1], rows);
+        return node(Op::MatMul, out, {w_id, x, b_id});
     }
     TensorId binary(Op op, const std::string& name, TensorId a, TensorId b) {
-        const GraphTensor& t = g_.tensor(a);
-        return node(op, act(name, t.cols(), t.rows()), {a, b});
+        const int64_t cols = g_.tensor(a).cols(), rows = g_.tensor(a).rows();
+        const TensorId out = act(name, cols, rows);
+        return node(op, out, {a, b});
     }
     TensorId all_reduce(TensorId x) { return node(Op::AllReduce, x, {x}); }
 
