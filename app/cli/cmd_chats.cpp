@@ -55,17 +55,15 @@ std::string local_time(int64_t ms) {
     return buf;
 }
 
-// One line of text for a table cell: newlines become spaces, long text is cut.
+// One line of text for a table cell: newlines become spaces, long text is cut (never inside a
+// UTF-8 character).
 std::string one_line(std::string s, size_t max) {
     for (char& c : s)
         if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-    if (s.size() > max) {
-        s.resize(max);
-        while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
-        if (!s.empty()) s.pop_back();  // the lead byte of the cut character
-        s += "…";
-    }
-    return s;
+    if (s.size() <= max) return s;
+    size_t cut = max;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    return s.substr(0, cut) + "…";
 }
 
 nlohmann::json message_json(const Message& m) {

@@ -1,6 +1,10 @@
 // The message tree: appending, streaming, edits and regenerations as branches, switching.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <thread>
 
 #include "store_test_util.h"
@@ -115,21 +119,27 @@ TEST(StoreMessages, AbandonedStreamKeepsItsTextMarkedInterrupted) {
 
 TEST(StoreMessages, RecoverMarksStreamsOfADeadProcessInterrupted) {
     auto dir = tandem::test::temp_dir("msg-recover");
-    int64_t id;
-    {
+    // A child process starts a reply, commits some text and dies without finishing it.
+    pid_t pid = fork();
+    if (pid == 0) {
         auto store = ChatStore::open(dir / "c.db");
         int64_t c = store->create_conversation({"t"});
         auto stream = store->begin_assistant_message(c, "m");
         stream.append("half");
         stream.flush();
-        id = stream.id();
-        // Simulate a process that died: the stream object is leaked, never finished.
-        new AssistantStream(std::move(stream));
+        std::_Exit(0);  // no destructors: the stream is never finished or interrupted
     }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     auto store = ChatStore::open(dir / "c.db");
+    auto path = store->active_path(1);
+    ASSERT_EQ(path.size(), 1u);
+    int64_t id = path[0].id;
     EXPECT_EQ(store->message(id).status, MessageStatus::Streaming);
     EXPECT_EQ(store->recover_interrupted(), 1);
     EXPECT_EQ(store->message(id).status, MessageStatus::Interrupted);
+    EXPECT_EQ(store->message(id).finish_reason, "interrupted");
     EXPECT_EQ(store->message(id).content, "half");
     EXPECT_EQ(store->recover_interrupted(), 0);
 }
