@@ -40,6 +40,13 @@ tandem::cli::Register reg("list", "List the models in the library", [](CLI::App&
                 std::fprintf(stderr, "  skipped %s: %s\n", file.c_str(), why.c_str());
         }
         auto models = catalog.list();
+        // Files deleted behind the library's back are shown, not silently listed as usable.
+        auto missing = [](const tandem::library::ModelRecord& m) {
+            std::error_code ec;
+            for (const auto& f : m.files)
+                if (!std::filesystem::is_regular_file(f.path, ec)) return true;
+            return false;
+        };
         if (o->json) {
             auto j = nlohmann::json::array();
             for (const auto& m : models) {
@@ -60,6 +67,7 @@ tandem::cli::Register reg("list", "List the models in the library", [](CLI::App&
                              {"managed", m.managed},
                              {"added_at", m.added_at},
                              {"last_used_at", m.last_used_at},
+                             {"missing_files", missing(m)},
                              {"files", files}});
             }
             std::printf("%s\n", j.dump(2).c_str());
@@ -74,6 +82,8 @@ tandem::cli::Register reg("list", "List the models in the library", [](CLI::App&
                     "SIZE", "CONTEXT", "ARCH", "SOURCE");
         for (const auto& m : models) {
             std::string source = m.source_repo.empty() ? m.path().string() : m.source_repo;
+            if (missing(m))
+                source += "  (files missing: tandem-cli rm " + std::to_string(m.id) + ")";
             std::printf("%4lld  %-32s %-10s %8s %10s %8llu %-10s %s\n",
                         static_cast<long long>(m.id), m.name.substr(0, 32).c_str(), m.quant.c_str(),
                         human_count(m.parameters).c_str(), human_bytes(m.size_bytes).c_str(),

@@ -133,6 +133,10 @@ def main():
         r = cli(home, url, "rm", "org/Tiny-GGUF:Q4_K_M")
         gone = not os.path.exists(os.path.join(home, "models", "org", "Tiny-GGUF", "Tiny-Q4_K_M-00001-of-00003.gguf"))
         check(r.returncode == 0 and "freed" in r.stdout and gone, "rm of a pulled model deletes it", r.stdout + r.stderr)
+        os.remove(os.path.join(home, "models", "org", "Tiny-GGUF", "Tiny-Q8_0.gguf"))
+        r = cli(home, url, "list", "--json")
+        q8 = [m for m in json.loads(r.stdout) if m["quant"] == "Q8_0"] if r.returncode == 0 else []
+        check(len(q8) == 1 and q8[0]["missing_files"], "list flags deleted files", r.stdout)
         r = cli(home, url, "rm", "nothing-like-this")
         check(r.returncode == 1 and "no model" in r.stderr, "rm of an unknown model is an error", r.stderr)
         r = cli(home, url, "list", "--json")
