@@ -15,6 +15,7 @@
 #include "range_fetch.h"
 #include "segment_table.h"
 #include "tandem/common/log.h"
+#include "tandem/library/format.h"
 #include "tandem/library/sha256.h"
 
 namespace tandem::library {
@@ -28,16 +29,6 @@ uint64_t statvfs_free(const std::filesystem::path& dir) {
     struct statvfs st {};
     if (::statvfs(dir.c_str(), &st) != 0) return UINT64_MAX;  // unknown: let writes decide
     return uint64_t(st.f_bavail) * uint64_t(st.f_frsize);
-}
-
-std::string human(uint64_t b) {
-    char buf[32];
-    if (b >= (1ull << 30)) {
-        std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / double(1ull << 30));
-    } else {
-        std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(1ull << 20));
-    }
-    return buf;
 }
 
 void fsync_dir(const std::filesystem::path& dir) {
@@ -220,8 +211,8 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
         uint64_t free_bytes = opt.free_space ? opt.free_space(dir) : statvfs_free(dir);
         if (free_bytes < need + opt.reserve_bytes)
             throw Error(what + ": not enough disk space in " + dir.string() + ": need " +
-                        human(need) + " (+" + human(opt.reserve_bytes) + " reserve), " +
-                        human(free_bytes) + " free");
+                        human_bytes(need) + " (+" + human_bytes(opt.reserve_bytes) + " reserve), " +
+                        human_bytes(free_bytes) + " free");
 
         Fd fd;
         fd.fd = ::open(part_path(req.dest).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -233,7 +224,7 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
                 int e = errno;
                 remove_partial(req.dest);
                 throw Error(what + ": cannot size " + part_path(req.dest).string() + " to " +
-                            human(remote.size) + ": " + std::strerror(e) +
+                            human_bytes(remote.size) + ": " + std::strerror(e) +
                             (e == EFBIG ? " (over the file size limit)" : ""));
             }
             // Reserve the blocks now so a full disk shows before the transfer, not at 97%.
@@ -241,7 +232,7 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
                 errno != EOPNOTSUPP) {
                 int e = errno;
                 remove_partial(req.dest);
-                throw Error(what + ": cannot reserve " + human(remote.size) + " in " +
+                throw Error(what + ": cannot reserve " + human_bytes(remote.size) + " in " +
                             dir.string() + ": " + std::strerror(e) +
                             (e == ENOSPC ? " (disk full)" : ""));
             }
@@ -321,8 +312,8 @@ DownloadResult download_file(const DownloadRequest& req, const DownloadOptions& 
         }
         if (run.first_error) throw Error(what + ": " + run.first_error->message);
         if (control->cancelled())
-            throw DownloadCancelled(what + ": cancelled (" + human(state.done_bytes()) + " of " +
-                                    human(remote.size) + " kept for resume)");
+            throw DownloadCancelled(what + ": cancelled (" + human_bytes(state.done_bytes()) +
+                                    " of " + human_bytes(remote.size) + " kept for resume)");
 
         if (progress) {
             DownloadProgress p;

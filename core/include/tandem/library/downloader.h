@@ -86,7 +86,7 @@ struct DownloadResult {
     std::filesystem::path path;
     uint64_t size = 0;
     std::string sha256;              // of the file on disk
-    uint64_t bytes_transferred = 0;  // this run only (resumed bytes are not counted)
+    uint64_t bytes_transferred = 0;  // written by this run (resumed bytes are not counted)
     uint64_t bytes_resumed = 0;      // taken over from an earlier run
     int retries = 0;                 // failed attempts that were retried
 };
