@@ -1,7 +1,9 @@
 #include "vk_backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "tandem/backend/collective.h"
 #include "tandem/common/error.h"
@@ -81,6 +83,11 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool) {
     dst.desc.data = nullptr;
     dst.buf = ctx_->create_device_buffer(w.nbytes, "weight '" + w.name + "'");
     ctx_->upload(dst.buf, 0, w.data, w.nbytes);
+    dst.host_f32.clear();
+    if (w.type == DType::F32 && w.ne[1] * w.ne[2] == 1 && w.ne[0] <= 65536) {
+        const auto* f = static_cast<const float*>(w.data);
+        dst.host_f32.assign(f, f + w.ne[0]);
+    }
     weight_bytes_ += dst.buf.size;
 }
 
@@ -173,6 +180,7 @@ void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
         (in ? input_offset_ : output_offset_)[t.slot] = at;
         at = align_up(at + t.nbytes(), kIoAlign);
     }
+    at = place_rope_tables(g, io, at);
     if (at > io_.size) {
         ctx_->destroy(io_);
         io_ = ctx_->create_host_buffer(std::max<uint64_t>(at, 1 << 20), "step inputs/outputs");
@@ -181,6 +189,53 @@ void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
         if (t.role == TensorRole::Input)
             std::memcpy(static_cast<uint8_t*>(io_.mapped) + input_offset_[t.slot],
                         io.inputs[t.slot], t.nbytes());
+    for (auto& fill : io_fill_) fill();
+}
+
+// cos/sin of every (position, frequency) of a Rope node whose positions are a host input,
+// computed in double as the CPU backend does: float angles of positions in the thousands lose
+// ~1e-4 and GPU sin/cos lose more. Nodes with the same positions and parameters (every layer)
+// share one table.
+uint64_t VulkanBackend::place_rope_tables(const Graph& g, const StepIO& io, uint64_t at) {
+    rope_table_.clear();
+    io_fill_.clear();
+    std::map<std::tuple<int32_t, float, float, TensorId, TensorId>, uint64_t> placed;
+    for (const Node& n : g.nodes()) {
+        if (n.op != Op::Rope || g.tensor(n.src[1]).role != TensorRole::Input) continue;
+        const float* factors = nullptr;
+        if (n.src[2] != kNoTensor) {
+            const GraphTensor& ft = g.tensor(n.src[2]);
+            if (ft.role != TensorRole::Weight || ft.slot < 0 ||
+                static_cast<size_t>(ft.slot) >= weights_.size() ||
+                weights_[ft.slot].host_f32.empty())
+                continue;  // the shader computes the angles itself
+            factors = weights_[ft.slot].host_f32.data();
+        }
+        const auto key = std::make_tuple(n.i[1], n.f[0], n.f[1], n.src[1], n.src[2]);
+        if (auto it = placed.find(key); it != placed.end()) {
+            rope_table_[&n] = it->second;
+            continue;
+        }
+        const int64_t T = g.tensor(n.out).rows(), half = n.i[1] / 2, n_rot = n.i[1];
+        const auto* pos = static_cast<const int32_t*>(io.inputs.at(g.tensor(n.src[1]).slot));
+        const uint64_t off = at;
+        placed[key] = off;
+        rope_table_[&n] = off;
+        at = align_up(at + uint64_t(T * half * 2) * sizeof(float), kIoAlign);
+        const float base = n.f[0], scale = n.f[1];
+        io_fill_.push_back([this, off, T, half, n_rot, pos, factors, base, scale] {
+            auto* tab = reinterpret_cast<float*>(static_cast<uint8_t*>(io_.mapped) + off);
+            for (int64_t t = 0; t < T; ++t)
+                for (int64_t i = 0; i < half; ++i) {
+                    double inv = std::pow(double(base), -2.0 * double(i) / double(n_rot));
+                    if (factors) inv /= factors[i];
+                    const double a = double(pos[t]) * double(scale) * inv;
+                    tab[(t * half + i) * 2] = static_cast<float>(std::cos(a));
+                    tab[(t * half + i) * 2 + 1] = static_cast<float>(std::sin(a));
+                }
+        });
+    }
+    return at;
 }
 
 void VulkanBackend::compute(const Graph& g, const StepIO& io) {

@@ -2,6 +2,8 @@
 // The Vulkan backend: weights, KV cache and scratch in device memory; a step graph is recorded
 // into one command buffer (barriers only where a node reads or overwrites what an earlier,
 // unbarriered node wrote) and submitted once; the host waits only for the step's outputs.
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,11 +50,13 @@ class VulkanBackend final : public Backend {
     struct Weight {
         WeightDesc desc;
         Buffer buf;
+        std::vector<float> host_f32;  // small f32 weights (rope frequency factors) for the host
     };
 
     Ref ref(const Graph& g, TensorId id) const;
     const WeightDesc& weight_desc(const Graph& g, TensorId id) const;
     void layout_io(const Graph& g, const StepIO& io);
+    uint64_t place_rope_tables(const Graph& g, const StepIO& io, uint64_t at);
     void record_node(const Graph& g, const Node& n, const StepIO& io);
     void dispatch(const std::string& shader, const std::vector<uint32_t>& spec, const void* push,
                   uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz,
@@ -74,6 +78,8 @@ class VulkanBackend final : public Backend {
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;
     std::vector<uint64_t> input_offset_, output_offset_;  // in io_, by slot
+    std::map<const Node*, uint64_t> rope_table_;          // in io_, by Rope node
+    std::vector<std::function<void()>> io_fill_;          // writes the rope tables
     std::vector<Range> pending_reads_, pending_writes_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
     uint32_t barriers_ = 0;

@@ -53,8 +53,8 @@ struct MatPush {
     uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
 };
 struct RopePush {
-    uint64_t x, pos, ff, y;
-    uint32_t n_tok, n_head, head_dim, n_rot, neox, has_ff;
+    uint64_t x, pos, ff, y, table;
+    uint32_t n_tok, n_head, head_dim, n_rot, neox, has_ff, has_table;
     float freq_base, freq_scale;
 };
 struct KvPush {
@@ -195,16 +195,20 @@ void VulkanBackend::record_node(const Graph& g, const Node& n, const StepIO& io)
             const Ref pos = ref(g, n.src[1]), ff = ref(g, n.src[2]);
             const int64_t n_head = out.cols() / n.i[0];
             const uint64_t heads = uint64_t(out.rows() * n_head);
+            const auto table = rope_table_.find(&n);
+            const bool has_table = table != rope_table_.end();
             RopePush p{a.address,
                        pos.address,
                        ff.buffer >= 0 ? ff.address : a.address,
                        y.address,
+                       has_table ? io_.address + table->second : a.address,
                        u32(out.rows()),
                        u32(n_head),
                        u32(n.i[0]),
                        u32(n.i[1]),
                        n.i[2] == int(RopeMode::Neox) ? 1u : 0u,
                        ff.buffer >= 0 ? 1u : 0u,
+                       has_table ? 1u : 0u,
                        n.f[0],
                        n.f[1]};
             dispatch("rope", {}, &p, sizeof p, 1, split_x(heads), split_z(heads), {a, pos, ff},
