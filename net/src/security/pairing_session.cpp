@@ -40,13 +40,17 @@ std::optional<PairedPeer> serve_pairing(Socket& sock, std::span<const uint8_t> h
         send_refusal(sock, RefusalCode::PairingUnavailable, why);
         return std::nullopt;
     }
-    auto outcome = PairingGate::Outcome::Aborted;
-    // Whatever happens below, the attempt ends and the gate learns how.
+    // Whatever happens below, the attempt ends exactly once and the gate learns how. The gate
+    // is told before the peer hears the outcome, so an immediate retry sees the new state.
     struct EndAttempt {
         PairingGate& gate;
-        PairingGate::Outcome& outcome;
-        ~EndAttempt() { gate.end_attempt(outcome); }
-    } end{gate, outcome};
+        bool done = false;
+        void finish(PairingGate::Outcome o) {
+            if (!done) gate.end_attempt(o);
+            done = true;
+        }
+        ~EndAttempt() { finish(PairingGate::Outcome::Aborted); }
+    } end{gate};
 
     PakeResponder pake(self, self_name, *code);
     std::vector<uint8_t> reply;
@@ -73,8 +77,8 @@ std::optional<PairedPeer> serve_pairing(Socket& sock, std::span<const uint8_t> h
         return std::nullopt;
     }
     if (!result) {
-        outcome = PairingGate::Outcome::WrongCode;
         int left = gate.attempts_left() - 1;
+        end.finish(PairingGate::Outcome::WrongCode);
         std::string msg = left > 0 ? std::to_string(left) + " attempt(s) left for this code"
                                    : "code burnt; pairing locked, a new code will be shown";
         log_warn("pairing: wrong code from " + who + " (" + msg + ")");
@@ -84,7 +88,7 @@ std::optional<PairedPeer> serve_pairing(Socket& sock, std::span<const uint8_t> h
     PairedPeer peer{pake.peer().node_id, pake.peer().name, pake.peer().keys,
                     int64_t(std::time(nullptr)), from};
     peers.add(peer);
-    outcome = PairingGate::Outcome::Paired;
+    end.finish(PairingGate::Outcome::Paired);
     try {
         write_record(sock, RecordKind::Pairing, *result, deadline);
     } catch (const Error& e) {
