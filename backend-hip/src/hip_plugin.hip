@@ -6,20 +6,12 @@
 #include <memory>
 #include <string>
 
+#include "hip_backend.h"
 #include "tandem/backend/backend.h"
 #include "tandem/backend/registry.h"
 
 namespace tandem::hip {
 namespace {
-
-class HipBackend final : public Backend {
-public:
-    explicit HipBackend(DeviceInfo info) : info_(std::move(info)) {}
-    const DeviceInfo& device() const override { return info_; }
-
-private:
-    DeviceInfo info_;
-};
 
 DeviceInfo describe(int index) {
     hipDeviceProp_t prop{};
@@ -35,7 +27,8 @@ DeviceInfo describe(int index) {
     d.index = index;
     d.name = prop.name;
 #if defined(TANDEM_HIP_ON_CUDA)
-    d.driver = "CUDA (HIP compatibility) sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+    d.driver =
+        "CUDA (HIP compatibility) sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
 #else
     d.driver = std::string("ROCm ") + prop.gcnArchName;
 #endif
@@ -44,13 +37,14 @@ DeviceInfo describe(int index) {
     d.memory_free = free_b;
     d.unified_memory = integrated != 0;
     if (integrated)
-        d.notes = "integrated GPU: ROCm may see only the BIOS carve-out; raise the GTT limit "
-                  "(kernel parameter ttm.pages_limit) to use more system memory";
+        d.notes =
+            "integrated GPU: ROCm may see only the BIOS carve-out; raise the GTT limit "
+            "(kernel parameter ttm.pages_limit) to use more system memory";
     return d;
 }
 
 class HipFactory final : public BackendFactory {
-public:
+  public:
     explicit HipFactory(int count) {
         for (int i = 0; i < count; ++i) devices_.push_back(describe(i));
     }
@@ -58,17 +52,18 @@ public:
     std::vector<DeviceInfo> devices() override { return devices_; }
     std::unique_ptr<Backend> create(int index, const BackendOptions&) override {
         if (index < 0 || index >= static_cast<int>(devices_.size())) return nullptr;
-        return std::make_unique<HipBackend>(devices_[index]);
+        return make_hip_backend(devices_[index]);
     }
 
-private:
+  private:
     std::vector<DeviceInfo> devices_;
 };
 
 }  // namespace
 }  // namespace tandem::hip
 
-extern "C" __attribute__((visibility("default"))) tandem::BackendFactory* tandem_backend_factory_v1(std::string* err) {
+extern "C" __attribute__((visibility("default"))) tandem::BackendFactory* tandem_backend_factory_v1(
+    std::string* err) {
     int count = 0;
     hipError_t e = hipGetDeviceCount(&count);
     if (e != hipSuccess || count == 0) {

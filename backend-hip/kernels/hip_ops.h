@@ -1,0 +1,33 @@
+#pragma once
+// Launchers of the HIP kernels (device pointers, one stream). Every launcher enqueues work on
+// `s` and returns at once; errors surface at the step's synchronisation. Shapes follow the step
+// graph: activations are row-major [rows, cols] f32; weights keep their file type.
+#include <cstdint>
+
+#include "tandem/common/dtype.h"
+
+namespace tandem::hip {
+
+// out[i] = a[i] + b[i] (add) or a[i] * b[i] (mul); n elements.
+void launch_binary(bool mul, const float* a, const float* b, int64_t n, float* out, hipStream_t s);
+// out[i] = a[i] * k.
+void launch_scale(const float* a, float k, int64_t n, float* out, hipStream_t s);
+// out[i] = cap * tanh(a[i] / cap).
+void launch_softcap(const float* a, float cap, int64_t n, float* out, hipStream_t s);
+// out[i] = act(gate[i]) * up[i]; act 0 = SiLU, 1 = GELU (tanh approximation).
+void launch_gated(int act, const float* gate, const float* up, int64_t n, float* out,
+                  hipStream_t s);
+// Each group of `group` elements divided by its RMS (eps inside the root), times w[0..group).
+void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_groups, float eps,
+                     float* out, hipStream_t s);
+// out[t, :] = f32(table[ids[t], :]); table [n_rows, n_in] of `type`; ids outside the table
+// give zero rows (the host checks ids it can see).
+void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows,
+                     const int32_t* ids, int64_t n, float* out, hipStream_t s);
+// out[t, o] = sum_i W[o, i] x[t, i] (+ bias[o]); W [n_out, n_in] of `type`, x [n_tok, n_in].
+void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
+                    int64_t n_tok, const float* bias, float* out, hipStream_t s);
+// True when the kernels above read weights of this type.
+bool weight_type_supported(DType type);
+
+}  // namespace tandem::hip

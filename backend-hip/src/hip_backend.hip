@@ -1,0 +1,360 @@
+// HIP backend: device buffers, step staging and node dispatch. Kernels live in kernels/.
+#if !defined(TANDEM_HIP_ON_CUDA)
+#include <hip/hip_runtime.h>
+#endif
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hip_backend.h"
+#include "hip_ops.h"
+#include "tandem/common/error.h"
+
+namespace tandem::hip {
+namespace {
+
+void check(hipError_t e, const char* what) {
+    if (e != hipSuccess)
+        throw Error(std::string("hip backend: ") + what + ": " + hipGetErrorString(e));
+}
+
+// One device allocation, freed with its owner.
+class DeviceBuffer {
+  public:
+    DeviceBuffer() = default;
+    explicit DeviceBuffer(uint64_t n) : size_(n) {
+        check(hipMalloc(&ptr_, n ? n : 1),
+              ("allocating " + std::to_string(n) + " device bytes").c_str());
+    }
+    DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), size_(o.size_) {
+        o.ptr_ = nullptr;
+        o.size_ = 0;
+    }
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+        if (this != &o) {
+            release();
+            ptr_ = o.ptr_;
+            size_ = o.size_;
+            o.ptr_ = nullptr;
+            o.size_ = 0;
+        }
+        return *this;
+    }
+    ~DeviceBuffer() { release(); }
+    uint8_t* data() const { return static_cast<uint8_t*>(ptr_); }
+    uint64_t size() const { return size_; }
+
+  private:
+    void release() {
+        if (ptr_) (void)hipFree(ptr_);
+        ptr_ = nullptr;
+    }
+    void* ptr_ = nullptr;
+    uint64_t size_ = 0;
+};
+
+// Pinned host memory for staging step inputs and outputs (async copies need it).
+class PinnedBuffer {
+  public:
+    ~PinnedBuffer() {
+        if (ptr_) (void)hipHostFree(ptr_);
+    }
+    uint8_t* reserve(uint64_t n) {
+        if (n <= size_) return static_cast<uint8_t*>(ptr_);
+        if (ptr_) (void)hipHostFree(ptr_);
+        ptr_ = nullptr;
+        size_ = 0;
+        check(hipHostMalloc(&ptr_, n, hipHostMallocDefault), "allocating pinned staging");
+        size_ = n;
+        return static_cast<uint8_t*>(ptr_);
+    }
+
+  private:
+    void* ptr_ = nullptr;
+    uint64_t size_ = 0;
+};
+
+uint64_t align_up(uint64_t n, uint64_t a) {
+    return (n + a - 1) / a * a;
+}
+
+class HipBackend final : public Backend {
+  public:
+    explicit HipBackend(DeviceInfo info) : info_(std::move(info)) {
+        check(hipSetDevice(info_.index), "selecting the device");
+        check(hipStreamCreate(&stream_), "creating the stream");
+        check(hipEventCreate(&done_), "creating the step event");
+    }
+    ~HipBackend() override {
+        (void)hipStreamSynchronize(stream_);
+        (void)hipEventDestroy(done_);
+        (void)hipStreamDestroy(stream_);
+    }
+    const DeviceInfo& device() const override { return info_; }
+
+    void upload_weight(int slot, const WeightDesc& w, bool) override {
+        if (slot < 0) throw Error("hip backend: negative weight slot for '" + w.name + "'");
+        if (w.nbytes > 0 && !w.data)
+            throw Error("hip backend: weight '" + w.name + "' has no data");
+        if (static_cast<size_t>(slot) >= weights_.size()) weights_.resize(slot + 1);
+        Weight& dst = weights_[slot];
+        weight_bytes_ -= dst.buf.size();
+        dst.desc = w;
+        dst.buf = DeviceBuffer(w.nbytes);
+        check(hipMemcpy(dst.buf.data(), w.data, w.nbytes, hipMemcpyHostToDevice),
+              ("uploading weight '" + w.name + "'").c_str());
+        weight_bytes_ += w.nbytes;
+    }
+
+    void allocate_kv(const std::vector<KvDesc>& kv) override {
+        kv_.clear();
+        kv_bytes_ = 0;
+        for (const auto& d : kv) {
+            if (d.type != DType::F16 && d.type != DType::F32)
+                throw Error("hip backend: KV cache type " + std::string(dtype_name(d.type)) +
+                            " is not supported (f16 or f32)");
+            const uint64_t n =
+                row_bytes(d.type, static_cast<uint64_t>(d.width)) * uint64_t(d.n_ctx);
+            Kv k{d, DeviceBuffer(n)};
+            check(hipMemsetAsync(k.buf.data(), 0, n, stream_), "clearing the KV cache");
+            kv_bytes_ += n;
+            kv_.push_back(std::move(k));
+        }
+        check(hipStreamSynchronize(stream_), "clearing the KV cache");
+    }
+
+    void reserve_scratch(uint64_t bytes) override {
+        if (bytes <= scratch_.size()) return;
+        scratch_ = DeviceBuffer(bytes);
+    }
+
+    void set_collective(Collective* c) override { collective_ = c; }
+    uint64_t weight_bytes() const override { return weight_bytes_; }
+    uint64_t kv_bytes() const override { return kv_bytes_; }
+    uint64_t scratch_bytes() const override { return scratch_.size(); }
+
+    void compute(const Graph& g, const StepIO& io) override;
+
+  private:
+    struct Weight {
+        WeightDesc desc;
+        DeviceBuffer buf;
+    };
+    struct Kv {
+        KvDesc desc;
+        DeviceBuffer buf;
+    };
+
+    uint8_t* data_of(const Graph& g, TensorId id) const;
+    const Weight& weight_of(const Graph& g, TensorId id) const;
+    void stage_io(const Graph& g, const StepIO& io);
+    void run_node(const Graph& g, const Node& n, const StepIO& io);
+
+    DeviceInfo info_;
+    hipStream_t stream_ = nullptr;
+    hipEvent_t done_ = nullptr;
+    std::vector<Weight> weights_;
+    std::vector<Kv> kv_;
+    DeviceBuffer scratch_;
+    // Step inputs and outputs live in one device buffer at the offsets below.
+    DeviceBuffer io_dev_;
+    PinnedBuffer staging_;
+    std::vector<uint64_t> in_off_, out_off_;
+    uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
+    Collective* collective_ = nullptr;
+};
+
+const HipBackend::Weight& HipBackend::weight_of(const Graph& g, TensorId id) const {
+    const GraphTensor& t = g.tensor(id);
+    if (t.slot < 0 || static_cast<size_t>(t.slot) >= weights_.size() ||
+        !weights_[t.slot].buf.data())
+        throw Error("hip backend: weight '" + t.name + "' was never uploaded");
+    const Weight& w = weights_[t.slot];
+    if (w.desc.type != t.type || w.desc.ne != t.ne)
+        throw Error("hip backend: weight '" + t.name + "' uploaded with another type or shape");
+    return w;
+}
+
+uint8_t* HipBackend::data_of(const Graph& g, TensorId id) const {
+    const GraphTensor& t = g.tensor(id);
+    const auto slot = static_cast<size_t>(t.slot);
+    switch (t.role) {
+        case TensorRole::Weight:
+            return weight_of(g, id).buf.data();
+        case TensorRole::KvCache:
+            if (t.slot < 0 || slot >= kv_.size())
+                throw Error("hip backend: KV tensor '" + t.name + "' was never allocated");
+            return kv_[slot].buf.data();
+        case TensorRole::Input:
+            if (t.slot < 0 || slot >= in_off_.size())
+                throw Error("hip backend: step input '" + t.name + "' not given");
+            return io_dev_.data() + in_off_[slot];
+        case TensorRole::Output:
+            if (t.slot < 0 || slot >= out_off_.size())
+                throw Error("hip backend: step output '" + t.name + "' not given");
+            return io_dev_.data() + out_off_[slot];
+        case TensorRole::Activation:
+            return scratch_.data() + t.offset;
+    }
+    return nullptr;
+}
+
+// Lays the step's inputs and outputs out in one device buffer and one pinned buffer, and copies
+// the inputs host -> pinned -> device (async, on the step stream).
+void HipBackend::stage_io(const Graph& g, const StepIO& io) {
+    in_off_.assign(io.inputs.size(), 0);
+    out_off_.assign(io.outputs.size(), 0);
+    std::vector<uint64_t> in_bytes(io.inputs.size(), 0), out_bytes(io.outputs.size(), 0);
+    for (const GraphTensor& t : g.tensors()) {
+        if (t.role == TensorRole::Input) {
+            if (t.slot < 0 || static_cast<size_t>(t.slot) >= io.inputs.size() || !io.inputs[t.slot])
+                throw Error("hip backend: step input '" + t.name + "' not given");
+            in_bytes[t.slot] = std::max(in_bytes[t.slot], t.nbytes());
+        } else if (t.role == TensorRole::Output) {
+            if (t.slot < 0 || static_cast<size_t>(t.slot) >= io.outputs.size() ||
+                !io.outputs[t.slot])
+                throw Error("hip backend: step output '" + t.name + "' not given");
+            out_bytes[t.slot] = std::max(out_bytes[t.slot], t.nbytes());
+        }
+    }
+    uint64_t at = 0;
+    for (size_t i = 0; i < in_bytes.size(); ++i)
+        in_off_[i] = at, at = align_up(at + in_bytes[i], 256);
+    for (size_t i = 0; i < out_bytes.size(); ++i)
+        out_off_[i] = at, at = align_up(at + out_bytes[i], 256);
+    if (at > io_dev_.size()) io_dev_ = DeviceBuffer(at);
+    uint8_t* pinned = staging_.reserve(at ? at : 1);
+    for (size_t i = 0; i < in_bytes.size(); ++i) {
+        if (!in_bytes[i]) continue;
+        std::memcpy(pinned + in_off_[i], io.inputs[i], in_bytes[i]);
+        check(hipMemcpyAsync(io_dev_.data() + in_off_[i], pinned + in_off_[i], in_bytes[i],
+                             hipMemcpyHostToDevice, stream_),
+              "copying step inputs");
+    }
+}
+
+void HipBackend::compute(const Graph& g, const StepIO& io) {
+    if (g.scratch_bytes() > scratch_.size())
+        throw Error("hip backend: graph needs " + std::to_string(g.scratch_bytes()) +
+                    " scratch bytes, " + std::to_string(scratch_.size()) + " reserved");
+    // Every node is checked before anything is enqueued, so an unsupported op fails cleanly.
+    for (const Node& n : g.nodes()) {
+        switch (n.op) {
+            case Op::Add:
+            case Op::Mul:
+            case Op::Scale:
+            case Op::Softcap:
+            case Op::GatedAct:
+            case Op::RmsNorm:
+            case Op::TakeRows:
+            case Op::Copy:
+                break;
+            case Op::AllReduce:
+            case Op::AllGather:
+                if (collective_)
+                    throw Error("hip backend: tensor-parallel collectives are not implemented yet");
+                break;
+            case Op::GetRows:
+            case Op::MatMul: {
+                const DType t = g.tensor(n.src[0]).type;
+                if (!weight_type_supported(t))
+                    throw Error(std::string("hip backend: ") + op_name(n.op) + " on " +
+                                std::string(dtype_name(t)) + " weights is not implemented yet");
+                break;
+            }
+            default:
+                throw Error(std::string("hip backend: op ") + op_name(n.op) +
+                            " is not implemented yet");
+        }
+    }
+    stage_io(g, io);
+    for (const Node& n : g.nodes()) run_node(g, n, io);
+    uint8_t* pinned = staging_.reserve(1);
+    for (const GraphTensor& t : g.tensors()) {
+        if (t.role != TensorRole::Output) continue;
+        check(hipMemcpyAsync(pinned + out_off_[t.slot], io_dev_.data() + out_off_[t.slot],
+                             t.nbytes(), hipMemcpyDeviceToHost, stream_),
+              "copying step outputs");
+    }
+    check(hipGetLastError(), "launching kernels");
+    check(hipEventRecord(done_, stream_), "recording the step event");
+    check(hipEventSynchronize(done_), "running the step");
+    for (const GraphTensor& t : g.tensors())
+        if (t.role == TensorRole::Output)
+            std::memcpy(io.outputs[t.slot], pinned + out_off_[t.slot], t.nbytes());
+}
+
+void HipBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
+    auto f32 = [&](TensorId id) { return reinterpret_cast<float*>(data_of(g, id)); };
+    auto opt_f32 = [&](TensorId id) -> const float* { return id == kNoTensor ? nullptr : f32(id); };
+    const GraphTensor& out = g.tensor(n.out);
+    float* y = f32(n.out);
+    const int64_t ne = out.n_elements();
+    switch (n.op) {
+        case Op::Add:
+        case Op::Mul:
+            launch_binary(n.op == Op::Mul, f32(n.src[0]), f32(n.src[1]), ne, y, stream_);
+            break;
+        case Op::Scale:
+            launch_scale(f32(n.src[0]), n.f[0], ne, y, stream_);
+            break;
+        case Op::Softcap:
+            launch_softcap(f32(n.src[0]), n.f[0], ne, y, stream_);
+            break;
+        case Op::GatedAct:
+            launch_gated(n.i[0], f32(n.src[0]), f32(n.src[1]), ne, y, stream_);
+            break;
+        case Op::RmsNorm: {
+            const int64_t group = n.i[0] > 0 ? n.i[0] : out.cols();
+            launch_rms_norm(f32(n.src[0]), opt_f32(n.src[1]), group, ne / group, n.f[0], y,
+                            stream_);
+            break;
+        }
+        case Op::GetRows: {
+            const Weight& w = weight_of(g, n.src[0]);
+            const GraphTensor& ids = g.tensor(n.src[1]);
+            // Ids the host holds are checked here, as the CPU backend does.
+            if (ids.role == TensorRole::Input) {
+                const auto* h = static_cast<const int32_t*>(io.inputs[ids.slot]);
+                for (int64_t t = 0; t < out.rows(); ++t)
+                    if (h[t] < 0 || h[t] >= w.desc.ne[1])
+                        throw Error("get_rows: token id " + std::to_string(h[t]) +
+                                    " outside the vocabulary (" + std::to_string(w.desc.ne[1]) +
+                                    " rows)");
+            }
+            launch_get_rows(w.desc.type, w.buf.data(), w.desc.ne[0], w.desc.ne[1],
+                            reinterpret_cast<const int32_t*>(data_of(g, n.src[1])), out.rows(), y,
+                            stream_);
+            break;
+        }
+        case Op::MatMul: {
+            const Weight& w = weight_of(g, n.src[0]);
+            launch_mat_mul(w.desc.type, w.buf.data(), w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
+                           g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_);
+            break;
+        }
+        case Op::AllReduce:
+        case Op::AllGather:
+        case Op::Copy:
+            if (y != f32(n.src[0]))
+                check(hipMemcpyAsync(y, f32(n.src[0]), sizeof(float) * size_t(ne),
+                                     hipMemcpyDeviceToDevice, stream_),
+                      "copying activations");
+            break;
+        case Op::TakeRows:
+            check(hipMemcpyAsync(y, f32(n.src[0]) + int64_t(n.i[0]) * out.cols(),
+                                 sizeof(float) * size_t(ne), hipMemcpyDeviceToDevice, stream_),
+                  "copying rows");
+            break;
+        default:
+            break;  // rejected in compute()
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_hip_backend(DeviceInfo info) {
+    return std::make_unique<HipBackend>(std::move(info));
+}
+
+}  // namespace tandem::hip
