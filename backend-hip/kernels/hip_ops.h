@@ -31,3 +31,24 @@ void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, cons
 bool weight_type_supported(DType type);
 
 }  // namespace tandem::hip
+
+namespace tandem::hip {
+
+// Rotary embedding of every head of x [n_tokens, width] at positions pos[t] (ggml's normal or
+// neox pairing); dims past n_rot are copied. factors: optional [n_rot/2] frequency divisors.
+void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t width,
+                 int64_t head_dim, int64_t n_rot, bool neox, float freq_base, float freq_scale,
+                 const float* factors, float* out, hipStream_t s);
+// Writes src [n_tokens, width] into cache rows n_past.. (f16 rounded to nearest even, or f32).
+void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16, void* cache,
+                     int32_t n_past, hipStream_t s);
+// Causal attention of q [n_tokens, n_head*head_dim] at positions n_past.. over cache rows
+// 0..n_past+n_tokens-1 (GQA, window 0 = none, softcap 0 = none).
+void launch_attention(const float* q, int64_t n_tokens, int32_t n_past, int64_t n_head,
+                      int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
+                      float softcap, const void* k_cache, const void* v_cache, bool f16, float* out,
+                      hipStream_t s);
+// Largest head_dim launch_attention takes.
+int64_t attention_max_head_dim();
+
+}  // namespace tandem::hip

@@ -33,3 +33,31 @@ __device__ inline float bf16_bits_to_f32(uint16_t h) {
 }
 
 }  // namespace tandem::hip
+
+namespace tandem::hip {
+
+// f32 -> f16 bits, round to nearest even (as the CPU backend's KV store rounds).
+__device__ inline uint16_t f32_to_f16_bits(float f) {
+    const uint32_t x = __float_as_uint(f);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    const uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return uint16_t(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+    if (ax >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds past the largest f16
+    if (ax < 0x38800000u) {
+        // Subnormal or zero: scale by 2^24 in the integer domain with rounding.
+        if (ax < 0x33000000u) return uint16_t(sign);
+        const uint32_t e = ax >> 23;
+        const uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+        const uint32_t shift = 126u - e;  // 14 + (113 - e) + ... : bits dropped
+        uint32_t r = m >> shift;
+        const uint32_t rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (r & 1u))) ++r;
+        return uint16_t(sign | r);
+    }
+    uint32_t r = ((ax >> 13) - (112u << 10));
+    const uint32_t rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) ++r;
+    return uint16_t(sign | r);
+}
+
+}  // namespace tandem::hip

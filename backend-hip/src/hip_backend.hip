@@ -254,6 +254,18 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                 if (collective_)
                     throw Error("hip backend: tensor-parallel collectives are not implemented yet");
                 break;
+            case Op::Rope:
+            case Op::KvStore:
+                break;
+            case Op::Attention:
+                if (n.i[2] > attention_max_head_dim() || n.i[1] <= 0 || n.i[0] % n.i[1] != 0)
+                    throw Error("hip backend: attention with head_dim " + std::to_string(n.i[2]) +
+                                ", " + std::to_string(n.i[0]) + " heads and " +
+                                std::to_string(n.i[1]) +
+                                " KV heads is not supported (head_dim <= " +
+                                std::to_string(attention_max_head_dim()) +
+                                ", heads a multiple of KV heads)");
+                break;
             case Op::GetRows:
             case Op::MatMul: {
                 const DType t = g.tensor(n.src[0]).type;
@@ -331,6 +343,30 @@ void HipBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
             const Weight& w = weight_of(g, n.src[0]);
             launch_mat_mul(w.desc.type, w.buf.data(), w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
                            g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_);
+            break;
+        }
+        case Op::Rope:
+            launch_rope(f32(n.src[0]), reinterpret_cast<const int32_t*>(data_of(g, n.src[1])),
+                        out.rows(), out.cols(), n.i[0], n.i[1],
+                        static_cast<RopeMode>(n.i[2]) == RopeMode::Neox, n.f[0], n.f[1],
+                        opt_f32(n.src[2]), y, stream_);
+            break;
+        case Op::KvStore: {
+            const GraphTensor& cache = g.tensor(n.src[1]);
+            const GraphTensor& src = g.tensor(n.src[0]);
+            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
+                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
+                            std::to_string(src.rows()) + " new tokens exceed the context of " +
+                            std::to_string(cache.rows()) + " (raise --ctx)");
+            launch_kv_store(f32(n.src[0]), src.rows(), src.cols(), cache.type == DType::F16,
+                            data_of(g, n.src[1]), io.n_past, stream_);
+            break;
+        }
+        case Op::Attention: {
+            const GraphTensor& kc = g.tensor(n.src[1]);
+            launch_attention(f32(n.src[0]), out.rows(), io.n_past, n.i[0], n.i[1], n.i[2], n.i[3],
+                             n.f[0], n.f[1], data_of(g, n.src[1]), data_of(g, n.src[2]),
+                             kc.type == DType::F16, y, stream_);
             break;
         }
         case Op::AllReduce:

@@ -1,0 +1,154 @@
+// Rotary embedding, KV store and fused causal attention (GQA, sliding window, softcap) for the
+// HIP backend. Attention is one block per (token, head) with an online softmax over tiles of
+// keys, so no score buffer grows with the context.
+#if !defined(TANDEM_HIP_ON_CUDA)
+#include <hip/hip_runtime.h>
+#endif
+#include <cstdint>
+
+#include "hip_ops.h"
+#include "hip_weight_types.h"
+
+namespace tandem::hip {
+namespace {
+
+constexpr int kTile = 128;            // keys per tile = threads per attention block
+constexpr int kMaxDimsPerThread = 4;  // head_dim <= 512
+
+template <int Block, bool Max>
+__device__ float block_reduce(float v, float* sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int stride = Block / 2; stride > 0; stride >>= 1) {
+        if (static_cast<int>(threadIdx.x) < stride) {
+            const float o = sh[threadIdx.x + stride];
+            sh[threadIdx.x] = Max ? fmaxf(sh[threadIdx.x], o) : sh[threadIdx.x] + o;
+        }
+        __syncthreads();
+    }
+    const float r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+// grid (n_tokens * n_head); block 64: one thread per rotated pair.
+__global__ void k_rope(const float* x, const int32_t* pos, int64_t n_head, int64_t head_dim,
+                       int64_t n_rot, int neox, float freq_base, float freq_scale,
+                       const float* factors, float* out) {
+    const int64_t r = blockIdx.x, t = r / n_head;
+    const float* xr = x + r * head_dim;
+    float* o = out + r * head_dim;
+    const int64_t half = n_rot / 2;
+    for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+        // Angles in double, as the CPU reference: they grow with the position.
+        double inv = pow(double(freq_base), -2.0 * double(i) / double(n_rot));
+        if (factors) inv /= factors[i];
+        const double a = double(pos[t]) * double(freq_scale) * inv;
+        const float c = float(cos(a)), s = float(sin(a));
+        const int64_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        const float va = xr[i0], vb = xr[i1];
+        o[i0] = va * c - vb * s;
+        o[i1] = va * s + vb * c;
+    }
+    for (int64_t i = n_rot + threadIdx.x; i < head_dim; i += blockDim.x) o[i] = xr[i];
+}
+
+// grid (n_tokens); writes row n_past + t of the cache.
+__global__ void k_kv_store(const float* src, int64_t width, int f16, void* cache, int32_t n_past) {
+    const int64_t t = blockIdx.x, row = int64_t(n_past) + t;
+    const float* s = src + t * width;
+    for (int64_t i = threadIdx.x; i < width; i += blockDim.x) {
+        if (f16)
+            static_cast<uint16_t*>(cache)[row * width + i] = f32_to_f16_bits(s[i]);
+        else
+            static_cast<float*>(cache)[row * width + i] = s[i];
+    }
+}
+
+__device__ inline float kv_at(const void* cache, int f16, int64_t idx) {
+    return f16 ? f16_bits_to_f32(static_cast<const uint16_t*>(cache)[idx])
+               : static_cast<const float*>(cache)[idx];
+}
+
+// grid (n_tokens * n_head); block kTile. Thread j of a tile scores key j of the tile; thread i
+// then owns output dims i, i + kTile, ...
+__global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, int64_t hd,
+                            int64_t window, float scale, float softcap, const void* kc,
+                            const void* vc, int f16, int32_t n_past, float* out) {
+    __shared__ float sh[kTile];
+    __shared__ float p[kTile];
+    const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
+    const int64_t kvh = h / (n_head / n_kv_head), kv_width = n_kv_head * hd;
+    const int64_t pos = int64_t(n_past) + t;
+    const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+    const float* qh = q + (t * n_head + h) * hd;
+    float acc[kMaxDimsPerThread] = {0, 0, 0, 0};
+    float m_run = -INFINITY, l_run = 0.0f;
+    for (int64_t base = lo; base <= pos; base += kTile) {
+        const int64_t j = base + threadIdx.x;
+        float s = -INFINITY;
+        if (j <= pos) {
+            const int64_t off = j * kv_width + kvh * hd;
+            float d = 0.0f;
+            for (int64_t i = 0; i < hd; ++i) d += kv_at(kc, f16, off + i) * qh[i];
+            s = d * scale;
+            if (softcap > 0) s = softcap * tanhf(s / softcap);
+        }
+        const float m_new = fmaxf(m_run, block_reduce<kTile, true>(s, sh));
+        const float factor = m_run == -INFINITY ? 0.0f : expf(m_run - m_new);
+        const float pj = j <= pos ? expf(s - m_new) : 0.0f;
+        p[threadIdx.x] = pj;
+        l_run = l_run * factor + block_reduce<kTile, false>(pj, sh);  // syncs: p[] is complete
+        m_run = m_new;
+        const int64_t n = (pos - base + 1) < kTile ? (pos - base + 1) : kTile;
+        for (int k = 0; k < kMaxDimsPerThread; ++k) {
+            const int64_t i = threadIdx.x + int64_t(k) * kTile;
+            if (i >= hd) break;
+            float a = acc[k] * factor;
+            for (int64_t jj = 0; jj < n; ++jj)
+                a += p[jj] * kv_at(vc, f16, (base + jj) * kv_width + kvh * hd + i);
+            acc[k] = a;
+        }
+        __syncthreads();  // p[] is rewritten by the next tile
+    }
+    float* o = out + (t * n_head + h) * hd;
+    for (int k = 0; k < kMaxDimsPerThread; ++k) {
+        const int64_t i = threadIdx.x + int64_t(k) * kTile;
+        if (i < hd) o[i] = acc[k] / l_run;
+    }
+}
+
+}  // namespace
+
+int64_t attention_max_head_dim() {
+    return int64_t(kTile) * kMaxDimsPerThread;
+}
+
+void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t width,
+                 int64_t head_dim, int64_t n_rot, bool neox, float freq_base, float freq_scale,
+                 const float* factors, float* out, hipStream_t s) {
+    const int64_t n_head = width / head_dim;
+    if (n_tokens * n_head <= 0) return;
+    hipLaunchKernelGGL(k_rope, dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(64), 0, s, x,
+                       pos, n_head, head_dim, n_rot, neox ? 1 : 0, freq_base, freq_scale, factors,
+                       out);
+}
+
+void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16, void* cache,
+                     int32_t n_past, hipStream_t s) {
+    if (n_tokens <= 0) return;
+    hipLaunchKernelGGL(k_kv_store, dim3(static_cast<unsigned>(n_tokens)), dim3(256), 0, s, src,
+                       width, f16 ? 1 : 0, cache, n_past);
+}
+
+void launch_attention(const float* q, int64_t n_tokens, int32_t n_past, int64_t n_head,
+                      int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
+                      float softcap, const void* k_cache, const void* v_cache, bool f16, float* out,
+                      hipStream_t s) {
+    if (n_tokens * n_head <= 0) return;
+    hipLaunchKernelGGL(k_attention, dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(kTile), 0,
+                       s, q, n_head, n_kv_head, head_dim, window, scale, softcap, k_cache, v_cache,
+                       f16 ? 1 : 0, n_past, out);
+}
+
+}  // namespace tandem::hip
