@@ -74,41 +74,64 @@ __global__ void k_rms_norm(const float* x, const float* w, int64_t group, float 
     for (int64_t i = threadIdx.x; i < group; i += kRowBlock) o[i] = xr[i] * s * (w ? w[i] : 1.0f);
 }
 
+// Element i of a weight row in type T. Block types follow ggml's layouts (32 weights per block,
+// f16 scale first); this per-element decode is the simple form: the bandwidth-tuned decode
+// kernel reads whole blocks (docs/hip.md).
 template <DType T>
-__device__ float load_weight(const void* row, int64_t i) {
-    if constexpr (T == DType::F32) return static_cast<const float*>(row)[i];
-    if constexpr (T == DType::F16) return f16_bits_to_f32(static_cast<const uint16_t*>(row)[i]);
-    if constexpr (T == DType::BF16) return bf16_bits_to_f32(static_cast<const uint16_t*>(row)[i]);
+__device__ float load_weight(const uint8_t* row, int64_t i) {
+    if constexpr (T == DType::F32) return reinterpret_cast<const float*>(row)[i];
+    if constexpr (T == DType::F16)
+        return f16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+    if constexpr (T == DType::BF16)
+        return bf16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+    const int64_t b = i / 32, j = i % 32;
+    auto half_at = [](const uint8_t* p) { return f16_bits_to_f32(uint16_t(p[0] | (p[1] << 8))); };
+    if constexpr (T == DType::Q8_0) {  // {d, int8 q[32]}
+        const uint8_t* blk = row + b * 34;
+        return half_at(blk) * float(static_cast<int8_t>(blk[2 + j]));
+    }
+    if constexpr (T == DType::Q4_0 ||
+                  T == DType::Q4_1) {  // {d, (m), nibbles: low = j, high = j+16}
+        const int hdr = T == DType::Q4_0 ? 2 : 4;
+        const uint8_t* blk = row + b * (hdr + 16);
+        const int q = j < 16 ? (blk[hdr + j] & 0xF) : (blk[hdr + j - 16] >> 4);
+        if constexpr (T == DType::Q4_0) return half_at(blk) * float(q - 8);
+        return half_at(blk) * float(q) + half_at(blk + 2);
+    }
+    if constexpr (T == DType::Q5_0 || T == DType::Q5_1) {  // {d, (m), qh: bit j = 5th bit, nibbles}
+        const int hdr = T == DType::Q5_0 ? 2 : 4;
+        const uint8_t* blk = row + b * (hdr + 20);
+        const uint32_t qh = uint32_t(blk[hdr]) | (uint32_t(blk[hdr + 1]) << 8) |
+                            (uint32_t(blk[hdr + 2]) << 16) | (uint32_t(blk[hdr + 3]) << 24);
+        const int lo = j < 16 ? (blk[hdr + 4 + j] & 0xF) : (blk[hdr + 4 + j - 16] >> 4);
+        const int q = lo | int(((qh >> j) & 1u) << 4);
+        if constexpr (T == DType::Q5_0) return half_at(blk) * float(q - 16);
+        return half_at(blk) * float(q) + half_at(blk + 2);
+    }
     return 0.0f;
-}
-
-template <DType T>
-__host__ __device__ constexpr int64_t elem_bytes() {
-    return T == DType::F32 ? 4 : 2;
 }
 
 // grid (n_tok); block kBlock: each thread converts elements of one looked-up row.
 template <DType T>
-__global__ void k_get_rows(const void* table, int64_t n_in, int64_t n_rows, const int32_t* ids,
-                           float* out) {
+__global__ void k_get_rows(const void* table, int64_t n_in, int64_t row_stride, int64_t n_rows,
+                           const int32_t* ids, float* out) {
     const int32_t id = ids[blockIdx.x];
     float* o = out + int64_t(blockIdx.x) * n_in;
     const bool ok = id >= 0 && id < n_rows;
-    const auto* row =
-        static_cast<const uint8_t*>(table) + (ok ? int64_t(id) : 0) * n_in * elem_bytes<T>();
+    const auto* row = static_cast<const uint8_t*>(table) + (ok ? int64_t(id) : 0) * row_stride;
     for (int64_t i = threadIdx.x; i < n_in; i += blockDim.x)
         o[i] = ok ? load_weight<T>(row, i) : 0.0f;
 }
 
 // grid (n_out, n_tok); block kRowBlock: one block per output element, a strided dot product
-// reduced in shared memory. The simple form: quantised types and a bandwidth-tuned decode
-// kernel come next (docs/hip.md).
+// reduced in shared memory. The simple form: the bandwidth-tuned decode kernel and the tiled
+// prefill matmul come next (docs/hip.md).
 template <DType T>
-__global__ void k_mat_mul(const void* w, int64_t n_in, const float* x, const float* bias,
-                          int64_t n_out, float* out) {
+__global__ void k_mat_mul(const void* w, int64_t n_in, int64_t row_stride, const float* x,
+                          const float* bias, int64_t n_out, float* out) {
     __shared__ float sh[kRowBlock];
     const int64_t o = blockIdx.x, t = blockIdx.y;
-    const auto* row = static_cast<const uint8_t*>(w) + o * n_in * elem_bytes<T>();
+    const auto* row = static_cast<const uint8_t*>(w) + o * row_stride;
     const float* xr = x + t * n_in;
     float acc = 0.0f;
     for (int64_t i = threadIdx.x; i < n_in; i += kRowBlock) acc += load_weight<T>(row, i) * xr[i];
@@ -116,10 +139,20 @@ __global__ void k_mat_mul(const void* w, int64_t n_in, const float* x, const flo
     if (threadIdx.x == 0) out[t * n_out + o] = acc + (bias ? bias[o] : 0.0f);
 }
 
+// The weight types the kernels read, as an X-macro over DType names.
+#define TANDEM_HIP_WEIGHT_TYPES(X) X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0)
+
 }  // namespace
 
 bool weight_type_supported(DType type) {
-    return type == DType::F32 || type == DType::F16 || type == DType::BF16;
+    switch (type) {
+#define TANDEM_CASE(T) case DType::T:
+        TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
+#undef TANDEM_CASE
+        return true;
+        default:
+            return false;
+    }
 }
 
 void launch_binary(bool mul, const float* a, const float* b, int64_t n, float* out, hipStream_t s) {
@@ -153,19 +186,15 @@ void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows
                      const int32_t* ids, int64_t n, float* out, hipStream_t s) {
     if (n <= 0) return;
     const dim3 grid(static_cast<unsigned>(n)), block(kBlock);
+    const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
     switch (type) {
-        case DType::F32:
-            hipLaunchKernelGGL(k_get_rows<DType::F32>, grid, block, 0, s, table, n_in, n_rows, ids,
-                               out);
-            break;
-        case DType::F16:
-            hipLaunchKernelGGL(k_get_rows<DType::F16>, grid, block, 0, s, table, n_in, n_rows, ids,
-                               out);
-            break;
-        case DType::BF16:
-            hipLaunchKernelGGL(k_get_rows<DType::BF16>, grid, block, 0, s, table, n_in, n_rows, ids,
-                               out);
-            break;
+#define TANDEM_CASE(T)                                                                           \
+    case DType::T:                                                                               \
+        hipLaunchKernelGGL(k_get_rows<DType::T>, grid, block, 0, s, table, n_in, stride, n_rows, \
+                           ids, out);                                                            \
+        break;
+        TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
+#undef TANDEM_CASE
         default:
             break;  // the backend checks weight_type_supported() first
     }
@@ -175,19 +204,15 @@ void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, cons
                     int64_t n_tok, const float* bias, float* out, hipStream_t s) {
     if (n_out <= 0 || n_tok <= 0) return;
     const dim3 grid(static_cast<unsigned>(n_out), static_cast<unsigned>(n_tok)), block(kRowBlock);
+    const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
     switch (type) {
-        case DType::F32:
-            hipLaunchKernelGGL(k_mat_mul<DType::F32>, grid, block, 0, s, w, n_in, x, bias, n_out,
-                               out);
-            break;
-        case DType::F16:
-            hipLaunchKernelGGL(k_mat_mul<DType::F16>, grid, block, 0, s, w, n_in, x, bias, n_out,
-                               out);
-            break;
-        case DType::BF16:
-            hipLaunchKernelGGL(k_mat_mul<DType::BF16>, grid, block, 0, s, w, n_in, x, bias, n_out,
-                               out);
-            break;
+#define TANDEM_CASE(T)                                                                       \
+    case DType::T:                                                                           \
+        hipLaunchKernelGGL(k_mat_mul<DType::T>, grid, block, 0, s, w, n_in, stride, x, bias, \
+                           n_out, out);                                                      \
+        break;
+        TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
+#undef TANDEM_CASE
         default:
             break;
     }

@@ -1,6 +1,7 @@
 // The ops the HIP backend runs so far, each as a one-node graph against a double-precision
 // reference written here and against the CPU backend (NMSE, ggml test-backend-ops style).
 // Skips with a message where the plugin is not built or no GPU exists (this build machine).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <tuple>
@@ -58,15 +59,28 @@ std::vector<double> ref_matmul(const QuantWeight& w, const std::vector<float>& x
     return y;
 }
 
-const DType kFloatTypes[] = {DType::F32, DType::F16, DType::BF16};
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
+                              DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0};
 
-TEST(HipOps, MatMulFloatTypesAndShapes) {
+bool is_float(DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
+// The CPU backend quantises activations to q8 for block types, so it is a looser reference
+// there; the double sum over the dequantised weights is the tight one.
+double cpu_tolerance(DType t) {
+    return is_float(t) ? 1e-8 : 2e-4;
+}
+
+TEST(HipOps, MatMulEveryTypeAndShape) {
     TANDEM_HIP_OR_SKIP(hip);
-    for (DType t : kFloatTypes)
+    for (DType t : kWeightTypes)
         for (auto [n_in, n_out, T] : {std::tuple<int64_t, int64_t, int64_t>{256, 1, 1},
                                       {256, 67, 1},
-                                      {513, 33, 3},
-                                      {768, 130, 9}}) {
+                                      {512, 33, 3},
+                                      {768, 130, 9},
+                                      {513, 20, 2}}) {
+            if (n_in % 32 != 0 && !is_float(t)) continue;  // block types hold 32 weights a block
             QuantWeight w(t, {n_in, n_out, 1}, uint32_t(n_out * 7 + T));
             auto x = random_floats(static_cast<size_t>(n_in * T), uint32_t(T + 99));
             auto r = run_both(*hip, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
@@ -75,7 +89,7 @@ TEST(HipOps, MatMulFloatTypesAndShapes) {
             });
             EXPECT_LT(nmse(r.hip, ref_matmul(w, x, T, nullptr)), 1e-10)
                 << dtype_name(t) << " " << n_in << "x" << n_out << " T=" << T;
-            EXPECT_LT(nmse(r.hip, as_double(r.cpu)), 1e-8) << dtype_name(t);
+            EXPECT_LT(nmse(r.hip, as_double(r.cpu)), cpu_tolerance(t)) << dtype_name(t);
         }
 }
 
@@ -91,21 +105,24 @@ TEST(HipOps, MatMulWithBias) {
     EXPECT_LT(nmse(r.hip, ref_matmul(w, x, 5, &bias.values)), 1e-10);
 }
 
-TEST(HipOps, GetRowsFloatTypes) {
+TEST(HipOps, GetRowsEveryType) {
     TANDEM_HIP_OR_SKIP(hip);
     const std::vector<int32_t> ids{0, 12, 3, 36, 36, 7, 1};
-    for (DType t : kFloatTypes) {
-        QuantWeight table(t, {300, 37, 1}, 11);
+    for (DType t : kWeightTypes) {
+        QuantWeight table(t, {320, 37, 1}, 11);
         auto r = run_both(*hip, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
             TensorId tt = g.weight(b, table);
             TensorId in = g.input(ids.data(), int64_t(ids.size()), 1, DType::I32);
-            g.node(Op::GetRows, g.output(out, 300, int64_t(ids.size())), {tt, in});
+            g.node(Op::GetRows, g.output(out, 320, int64_t(ids.size())), {tt, in});
         });
-        // Exact: a lookup converts stored values and does no arithmetic.
+        // A lookup only decodes stored values (d * q (+ m)); an fma may round the last bit.
         for (size_t k = 0; k < ids.size(); ++k)
-            for (int64_t i = 0; i < 300; ++i)
-                ASSERT_EQ(r.hip[k * 300 + i], table.values[ids[k] * 300 + i]) << dtype_name(t);
-        EXPECT_EQ(r.hip, r.cpu);
+            for (int64_t i = 0; i < 320; ++i) {
+                const float v = table.values[ids[k] * 320 + i];
+                ASSERT_NEAR(r.hip[k * 320 + i], v, 1e-6f * std::max(1.0f, std::fabs(v)))
+                    << dtype_name(t);
+            }
+        EXPECT_LT(nmse(r.hip, as_double(r.cpu)), 1e-12) << dtype_name(t);
     }
 }
 
