@@ -59,6 +59,11 @@ class CpuBackend final : public Backend {
             std::memset(k.data.get(), 0, n);
             kv_bytes_ += n;
             kv_.push_back(std::move(k));
+            // Attention scratch of every thread (scores over the context + two head rows) is
+            // sized now: which thread takes which head varies, so growing it lazily would
+            // allocate in the middle of decoding.
+            for (int t = 0; t < pool_.size(); ++t)
+                ws_.thread_buffer(t, static_cast<size_t>(d.n_ctx + 2 * d.width));
         }
     }
 
