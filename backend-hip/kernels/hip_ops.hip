@@ -108,6 +108,39 @@ __device__ float load_weight(const uint8_t* row, int64_t i) {
         if constexpr (T == DType::Q5_0) return half_at(blk) * float(q - 16);
         return half_at(blk) * float(q) + half_at(blk + 2);
     }
+    if constexpr (T == DType::Q4_K || T == DType::Q5_K) {
+        // 256 weights: {d, dmin, 12 bytes of 6-bit (scale, min) pairs, (qh[32]), qs[128]};
+        // chunk c of 64 weights uses qs[32c..], low nibbles first, then high.
+        const int64_t kb = i / 256, k = i % 256, sub = k / 32, l = k % 32, c = k / 64;
+        const uint8_t* blk = row + kb * (T == DType::Q4_K ? 144 : 176);
+        const uint8_t* sc = blk + 4;
+        int scale, mn;
+        if (sub < 4) {
+            scale = sc[sub] & 63;
+            mn = sc[sub + 4] & 63;
+        } else {
+            scale = (sc[sub + 4] & 0xF) | ((sc[sub - 4] >> 6) << 4);
+            mn = (sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4);
+        }
+        const uint8_t* qs = blk + (T == DType::Q4_K ? 16 : 48);
+        int q = (sub % 2) ? (qs[32 * c + l] >> 4) : (qs[32 * c + l] & 0xF);
+        if constexpr (T == DType::Q5_K) q += ((blk[16 + l] >> sub) & 1) << 4;
+        return half_at(blk) * float(scale) * float(q) - half_at(blk + 2) * float(mn);
+    }
+    if constexpr (T == DType::Q6_K) {
+        // 256 weights: {ql[128], qh[64], int8 scales[16], d}; two halves of 128, each four
+        // quarters of 32 sharing ql/qh bytes.
+        const int64_t kb = i / 256, k = i % 256, half = k / 128, r = k % 128, quarter = r / 32,
+                      l = r % 32;
+        const uint8_t* blk = row + kb * 210;
+        const uint8_t* ql = blk + half * 64;
+        const uint8_t* qh = blk + 128 + half * 32;
+        const auto* sc = reinterpret_cast<const int8_t*>(blk + 192 + half * 8);
+        const int lo = quarter & 1 ? ql[l + 32] : ql[l];
+        const int nib = quarter >= 2 ? (lo >> 4) : (lo & 0xF);
+        const int q = (nib | (((qh[l] >> (2 * quarter)) & 3) << 4)) - 32;
+        return half_at(blk + 208) * float(sc[l / 16 + 2 * quarter]) * float(q);
+    }
     return 0.0f;
 }
 
@@ -140,7 +173,8 @@ __global__ void k_mat_mul(const void* w, int64_t n_in, int64_t row_stride, const
 }
 
 // The weight types the kernels read, as an X-macro over DType names.
-#define TANDEM_HIP_WEIGHT_TYPES(X) X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0)
+#define TANDEM_HIP_WEIGHT_TYPES(X) \
+    X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q4_K) X(Q5_K) X(Q6_K)
 
 }  // namespace
 

@@ -60,10 +60,18 @@ std::vector<double> ref_matmul(const QuantWeight& w, const std::vector<float>& x
 }
 
 const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
-                              DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0};
+                              DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 bool is_float(DType t) {
     return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+bool is_k_quant(DType t) {
+    return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K;
+}
+// Weights per block of the type (1 for plain floats).
+int64_t block_of(DType t) {
+    return is_float(t) ? 1 : is_k_quant(t) ? 256 : 32;
 }
 
 // The CPU backend quantises activations to q8 for block types, so it is a looser reference
@@ -80,7 +88,7 @@ TEST(HipOps, MatMulEveryTypeAndShape) {
                                       {512, 33, 3},
                                       {768, 130, 9},
                                       {513, 20, 2}}) {
-            if (n_in % 32 != 0 && !is_float(t)) continue;  // block types hold 32 weights a block
+            if (n_in % block_of(t) != 0) continue;
             QuantWeight w(t, {n_in, n_out, 1}, uint32_t(n_out * 7 + T));
             auto x = random_floats(static_cast<size_t>(n_in * T), uint32_t(T + 99));
             auto r = run_both(*hip, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
@@ -109,17 +117,17 @@ TEST(HipOps, GetRowsEveryType) {
     TANDEM_HIP_OR_SKIP(hip);
     const std::vector<int32_t> ids{0, 12, 3, 36, 36, 7, 1};
     for (DType t : kWeightTypes) {
-        QuantWeight table(t, {320, 37, 1}, 11);
+        QuantWeight table(t, {512, 37, 1}, 11);
         auto r = run_both(*hip, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
             TensorId tt = g.weight(b, table);
             TensorId in = g.input(ids.data(), int64_t(ids.size()), 1, DType::I32);
-            g.node(Op::GetRows, g.output(out, 320, int64_t(ids.size())), {tt, in});
+            g.node(Op::GetRows, g.output(out, 512, int64_t(ids.size())), {tt, in});
         });
         // A lookup only decodes stored values (d * q (+ m)); an fma may round the last bit.
         for (size_t k = 0; k < ids.size(); ++k)
-            for (int64_t i = 0; i < 320; ++i) {
-                const float v = table.values[ids[k] * 320 + i];
-                ASSERT_NEAR(r.hip[k * 320 + i], v, 1e-6f * std::max(1.0f, std::fabs(v)))
+            for (int64_t i = 0; i < 512; ++i) {
+                const float v = table.values[ids[k] * 512 + i];
+                ASSERT_NEAR(r.hip[k * 512 + i], v, 1e-6f * std::max(1.0f, std::fabs(v)))
                     << dtype_name(t);
             }
         EXPECT_LT(nmse(r.hip, as_double(r.cpu)), 1e-12) << dtype_name(t);
