@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "fixtures.h"
 #include "tandem/backend/backend.h"
@@ -103,6 +104,32 @@ TEST(PlanVsBackend, ShardLoaderHoldsThePlannedWeights) {
             expect_close(plan.kv_bytes, m.kv, "kv", l);
             expect_close(plan.scratch_bytes, m.scratch, "scratch", l);
         }
+}
+
+}  // namespace
+}  // namespace tandem::planner
+
+namespace tandem::planner {
+namespace {
+
+// Real-size synth models for the numbers in docs/memory.md (too big for CI):
+// TANDEM_PLANNER_MODELS=/tmp/1b.gguf,/tmp/8b.gguf test-planner --gtest_filter='*FromEnv*'
+TEST(PlanVsBackend, ModelsFromEnv) {
+    const char* env = std::getenv("TANDEM_PLANNER_MODELS");
+    if (!env || !*env) GTEST_SKIP() << "TANDEM_PLANNER_MODELS not set (comma-separated GGUF paths)";
+    std::string list = env;
+    for (size_t start = 0; start < list.size();) {
+        size_t comma = list.find(',', start);
+        if (comma == std::string::npos) comma = list.size();
+        const std::string path = list.substr(start, comma - start);
+        start = comma + 1;
+        auto whole = engine::load_model(path);
+        const PlanOptions o{4096, 16, DType::F16, false};
+        const DevicePlan p = plan_device(*whole, engine::ShardSpec::whole(whole->hp), o, 0);
+        std::printf("  %s: scratch peak %.2f%% of weights\n", path.c_str(),
+                    100.0 * double(p.scratch_bytes) / double(p.weight_bytes));
+        check_model(path, 1, o, path);
+    }
 }
 
 }  // namespace
