@@ -9,7 +9,7 @@ DEB_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git clang clang-format libclang-rt-14-dev
   python3 python3-pip python3-venv
   # libraries
-  qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libqrencode-dev
+  qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqrencode-dev
   libsqlite3-dev sqlite3 libcurl4-openssl-dev libssl-dev libsodium-dev
   nlohmann-json3-dev libcli11-dev libicu-dev
   libibverbs-dev rdma-core ibverbs-providers
