@@ -2,6 +2,7 @@
 // constants, and weights are read as bytes out of 32-bit words because ggml's quant blocks are
 // only 2-byte aligned (Q8_0 is 34 bytes), which plain std430 arrays cannot express.
 #extension GL_EXT_buffer_reference : require
+#extension GL_EXT_control_flow_attributes : require
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Floats { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Uints { uint v[]; };

@@ -18,9 +18,21 @@ void main() {
     float acc[TILE];
     for (uint k = 0u; k < TILE; ++k) acc[k] = 0.0;
     const uint ro = o * p.row_bytes;
-    for (uint i = tid; i < p.n_in; i += 64u) {
-        const float wv = dq(TYPE, p.w, ro, i);
-        for (uint k = 0u; k < nt; ++k) acc[k] += wv * p.x.v[(t0 + k) * p.n_in + i];
+    if (TYPE == T_F32 || TYPE == T_F16 || TYPE == T_BF16) {
+        for (uint i = tid; i < p.n_in; i += 64u) {
+            const float wv = dq(TYPE, p.w, ro, i);
+            for (uint k = 0u; k < nt; ++k) acc[k] += wv * p.x.v[(t0 + k) * p.n_in + i];
+        }
+    } else {
+        // Quantised rows are whole 32-element groups (a block, or a K-quant sub-block): one
+        // group per invocation, unrolled, so the compiler reads its scales and words once.
+        for (uint c = tid; c < p.n_in / 32u; c += 64u) {
+            [[unroll]] for (uint e = 0u; e < 32u; ++e) {
+                const uint i = c * 32u + e;
+                const float wv = dq(TYPE, p.w, ro, i);
+                for (uint k = 0u; k < nt; ++k) acc[k] += wv * p.x.v[(t0 + k) * p.n_in + i];
+            }
+        }
     }
     for (uint k = 0u; k < TILE; ++k) red[k][tid] = acc[k];
     barrier();

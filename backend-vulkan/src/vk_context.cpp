@@ -85,6 +85,10 @@ int Context::find_memory_type(uint32_t bits, VkMemoryPropertyFlags want,
 
 Buffer Context::create_buffer(uint64_t size, VkMemoryPropertyFlags want,
                               VkMemoryPropertyFlags avoid, const std::string& what) {
+    if (pd_.max_allocation_size && size > pd_.max_allocation_size)
+        throw Error("vulkan: " + what + " needs " + std::to_string(size) +
+                    " bytes in one buffer; '" + pd_.info.name + "' allows at most " +
+                    std::to_string(pd_.max_allocation_size));
     Buffer b;
     b.size = std::max<uint64_t>(size, 16);
     VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};

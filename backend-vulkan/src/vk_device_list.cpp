@@ -56,12 +56,16 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
     VkPhysicalDeviceSubgroupProperties subgroup{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties m3{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     subgroup.pNext = &driver;
+    driver.pNext = &m3;
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props.pNext = &subgroup;
     vkGetPhysicalDeviceProperties2(pd, &props);
     d.subgroup_size = subgroup.subgroupSize;
     d.max_buffer_size = props.properties.limits.maxStorageBufferRange;
+    d.max_allocation_size = m3.maxMemoryAllocationSize;
 
     VkPhysicalDeviceShaderFloat16Int8Features f16{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};

@@ -18,7 +18,9 @@ struct PhysicalDevice {
     bool external_memory_host_ext = false;
     bool shader_float16 = false;
     bool shader_int8_dot = false;
-    uint64_t max_buffer_size = 0;  // per-buffer limit (maxStorageBufferRange / maintenance4)
+    uint64_t max_buffer_size = 0;      // per-descriptor limit (maxStorageBufferRange); unused with
+                                       // device addresses, reported for the record
+    uint64_t max_allocation_size = 0;  // one vkAllocateMemory (maxMemoryAllocationSize)
 };
 
 // Owns the VkInstance; devices are sorted GPUs first (discrete, integrated), CPU drivers last.
