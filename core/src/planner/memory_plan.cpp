@@ -43,7 +43,12 @@ DevicePlan plan_device(const engine::Model& whole, const engine::ShardSpec& shar
 
 std::string format_gib(uint64_t bytes) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f GiB", double(bytes) / (1024.0 * 1024.0 * 1024.0));
+    const double gib = double(bytes) / (1024.0 * 1024.0 * 1024.0);
+    // Small figures in MiB so they do not all read "0.0 GiB".
+    if (gib < 1.0)
+        std::snprintf(buf, sizeof buf, "%.1f MiB", gib * 1024.0);
+    else
+        std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
     return buf;
 }
 

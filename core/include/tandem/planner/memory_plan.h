@@ -38,7 +38,7 @@ uint64_t runtime_overhead(DeviceType type);
 DevicePlan plan_device(const engine::Model& whole, const engine::ShardSpec& shard,
                        const PlanOptions& options, uint64_t overhead_bytes);
 
-// "71.2 GiB"
+// "71.2 GiB" (below 1 GiB: "312.5 MiB")
 std::string format_gib(uint64_t bytes);
 
 }  // namespace tandem::planner
