@@ -2,6 +2,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QMessageBox>
+#include <QTimer>
 
 #include "chat_page.h"
 #include "main_window.h"
@@ -19,7 +20,12 @@ int main(int argc, char** argv) {
     QCommandLineOption modelOpt("model", "GGUF model to load at start", "path");
     QCommandLineOption dbOpt("chats-db", "conversation database (default: the user's)", "path");
     QCommandLineOption threadsOpt("threads", "CPU threads (0: physical cores)", "n", "0");
-    parser.addOptions({modelOpt, dbOpt, threadsOpt});
+    // For docs/screenshots: show a page, optionally answer a prompt, save the window, quit.
+    QCommandLineOption shotOpt("screenshot", "save the window to FILE and quit", "file");
+    QCommandLineOption pageOpt("page", "page to show: chat, models, cluster, settings", "name",
+                               "chat");
+    QCommandLineOption promptOpt("prompt", "send this message first (with --model)", "text");
+    parser.addOptions({modelOpt, dbOpt, threadsOpt, shotOpt, pageOpt, promptOpt});
     parser.process(app);
 
     std::shared_ptr<tandem::store::ChatStore> store;
@@ -42,5 +48,25 @@ int main(int argc, char** argv) {
     window.show();
     if (parser.isSet(modelOpt))
         window.chatPage()->loadModel(parser.value(modelOpt), parser.value(threadsOpt).toInt());
+    if (parser.isSet(shotOpt)) {
+        const QStringList pages = {"chat", "models", "cluster", "settings"};
+        window.showPage(static_cast<tandem::ui::MainWindow::Page>(
+            std::max<qsizetype>(0, pages.indexOf(parser.value(pageOpt)))));
+        const QString file = parser.value(shotOpt);
+        auto* chat = window.chatPage();
+        auto save = [&window, file] {
+            window.chatPage()->messageView()->renderNow();
+            const bool ok = window.grab().save(file);
+            QApplication::exit(ok ? 0 : 1);
+        };
+        if (parser.isSet(promptOpt) && parser.isSet(modelOpt)) {
+            QObject::connect(chat, &tandem::ui::ChatPage::modelReady, chat,
+                             [chat, &parser, &promptOpt] { chat->send(parser.value(promptOpt)); });
+            QObject::connect(chat, &tandem::ui::ChatPage::generationFinished, chat,
+                             [save](qint64, const QString&) { QTimer::singleShot(200, save); });
+        } else {
+            QTimer::singleShot(800, save);
+        }
+    }
     return app.exec();
 }
