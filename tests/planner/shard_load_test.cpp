@@ -11,6 +11,7 @@
 
 #include "fixtures.h"
 #include "tandem/backend/backend.h"
+#include "tandem/backend/registry.h"
 #include "tandem/engine/engine.h"
 #include "tandem/planner/memory_plan.h"
 #include "tandem/planner/shard_loader.h"
@@ -91,6 +92,9 @@ ChildReport measure_in_child(const engine::ShardSpec& shard, const PlanOptions& 
         try {
             // The child inherits the parent's heap: free but resident pages would absorb its
             // allocations and hide them from RSS. Give them back and keep big blocks on mmap.
+            // Backend discovery (plugins, e.g. lavapipe's LLVM) is process set-up, not the
+            // model's footprint: do it before the baseline.
+            (void)BackendRegistry::instance();
             mallopt(M_MMAP_THRESHOLD, 128 * 1024);
             malloc_trim(0);
             const uint64_t rss0 = rss_bytes(), read0 = rchar();
