@@ -7,47 +7,13 @@
 #include "command.h"
 #include "runtime_options.h"
 #include "tandem/common/error.h"
+#include "tandem/engine/fallback_template.h"
 #include "tandem/engine/generate.h"
 #include "tandem/template/template.h"
 
 namespace {
 
 using tandem::engine::Arch;
-
-// Used when the GGUF has no tokenizer.chat_template: the format each family was tuned on.
-std::string fallback_template(const tandem::cli::OpenModel& m) {
-    const auto& vocab = m.tokenizer().vocab();
-    switch (m.model->hp.arch) {
-        case Arch::Gemma3:
-            // Gemma has no system role: a system message is put in front of the first user turn.
-            return "{{ bos_token }}{% set sys = '' %}{% for m in messages %}"
-                   "{% if m['role'] == 'system' %}{% set sys = m['content'] + '\n\n' %}"
-                   "{% else %}{{ '<start_of_turn>' + ('model' if m['role'] == 'assistant' else "
-                   "'user') + '\n' }}"
-                   "{% if loop.index0 == 1 or (loop.first and m['role'] != 'system') %}{{ sys }}{% "
-                   "endif %}"
-                   "{{ m['content'] | trim }}<end_of_turn>\n{% endif %}{% endfor %}"
-                   "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}";
-        case Arch::Qwen2:
-        case Arch::Qwen3:
-        case Arch::Qwen3Moe:
-            return "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] "
-                   "}}<|im_end|>\n"
-                   "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
-        case Arch::Llama:
-            if (vocab.tokens.size() > 128000 && m.tok->find("<|start_header_id|>") >= 0)
-                return "{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
-                       "<|end_header_id|>\n\n{{ m['content'] | trim }}<|eot_id|>{% endfor %}"
-                       "{% if add_generation_prompt "
-                       "%}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
-            return "{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token }}[INST] "
-                   "{{ m['content'] | trim }} [/INST]{% elif m['role'] == 'assistant' %} "
-                   "{{ m['content'] | trim }}{{ eos_token }}{% else %}<<SYS>>\n{{ m['content'] "
-                   "}}\n<</SYS>>\n\n"
-                   "{% endif %}{% endfor %}";
-    }
-    return "";
-}
 
 struct ChatState {
     tandem::cli::RuntimeOptions rt;
@@ -63,7 +29,9 @@ std::string token_text(const tandem::tokenizer::Tokenizer& tok, int32_t id) {
 
 std::string render(const tandem::cli::OpenModel& m, const nlohmann::ordered_json& messages) {
     const auto& vocab = m.tokenizer().vocab();
-    std::string source = vocab.chat_template.empty() ? fallback_template(m) : vocab.chat_template;
+    std::string source = vocab.chat_template.empty()
+                             ? tandem::engine::fallback_chat_template(*m.model, m.tokenizer())
+                             : vocab.chat_template;
     nlohmann::ordered_json ctx = {{"messages", messages},
                                   {"add_generation_prompt", true},
                                   {"bos_token", token_text(*m.tok, vocab.bos_id)},

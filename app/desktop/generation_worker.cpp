@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "tandem/common/error.h"
+#include "tandem/engine/fallback_template.h"
 #include "tandem/engine/generate.h"
 #include "tandem/gguf/gguf.h"
 #include "tandem/template/template.h"
@@ -11,11 +12,6 @@
 namespace tandem::ui {
 
 namespace {
-
-// For a GGUF without tokenizer.chat_template: ChatML, which most small instruct models accept.
-constexpr const char* kFallbackTemplate =
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
 
 std::string titleFrom(const QString& text) {
     QString t = text.simplified();
@@ -66,9 +62,7 @@ std::string GenerationWorker::renderPrompt(const std::vector<store::Message>& pa
                                   {"add_generation_prompt", true},
                                   {"bos_token", piece(vocab.bos_id)},
                                   {"eos_token", piece(vocab.eos_id)}};
-    const std::string source =
-        vocab.chat_template.empty() ? std::string(kFallbackTemplate) : vocab.chat_template;
-    return render_template(source, ctx);
+    return render_template(engine::chat_template_for(*model_, *tok_), ctx);
 }
 
 void GenerationWorker::sendMessage(qint64 conversationId, const QString& userText, int maxTokens) {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "fallback_template.h"
 #include "tandem/common/error.h"
+#include "tandem/engine/fallback_template.h"
 
 namespace tandem::server {
 
@@ -13,8 +13,9 @@ EngineGenerator::EngineGenerator(std::string model_id, std::unique_ptr<engine::E
                                  tokenizer::Tokenizer tokenizer)
     : id_(std::move(model_id)), engine_(std::move(engine)), tok_(std::move(tokenizer)) {
     const auto& v = tok_.vocab();
-    const std::string source =
-        v.chat_template.empty() ? fallback_chat_template(engine_->model(), tok_) : v.chat_template;
+    const std::string source = v.chat_template.empty()
+                                   ? engine::fallback_chat_template(engine_->model(), tok_)
+                                   : v.chat_template;
     if (!source.empty()) template_.emplace(source);
     if (v.bos_id >= 0) bos_ = tok_.token_to_piece(v.bos_id, true);
     if (v.eos_id >= 0) eos_ = tok_.token_to_piece(v.eos_id, true);

@@ -1,12 +1,12 @@
-#include "fallback_template.h"
+#include "tandem/engine/fallback_template.h"
 
-namespace tandem::server {
+namespace tandem::engine {
 
-std::string fallback_chat_template(const engine::Model& model, const tokenizer::Tokenizer& tok) {
-    using engine::Arch;
+std::string fallback_chat_template(const Model& model, const tokenizer::Tokenizer& tok) {
     switch (model.hp.arch) {
         case Arch::Gemma3:
-            // Gemma has no system role: a system message goes in front of the first user turn.
+            // Gemma has no system role: a system message goes in front of the first user turn
+            // (a namespace, because a plain `set` inside a loop does not outlive the iteration).
             return "{{ bos_token }}{% set ns = namespace(sys='') %}{% for m in messages %}"
                    "{% if m['role'] == 'system' %}{% set ns.sys = m['content'] + '\n\n' %}"
                    "{% else %}{{ '<start_of_turn>' + ('model' if m['role'] == 'assistant' else "
@@ -26,9 +26,22 @@ std::string fallback_chat_template(const engine::Model& model, const tokenizer::
                        "<|end_header_id|>\n\n{{ m['content'] | trim }}<|eot_id|>{% endfor %}"
                        "{% if add_generation_prompt %}<|start_header_id|>assistant"
                        "<|end_header_id|>\n\n{% endif %}";
-            return "";
+            // Llama 2 / Mistral [INST] format.
+            return "{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token }}[INST] "
+                   "{{ m['content'] | trim }} [/INST]{% elif m['role'] == 'assistant' %} "
+                   "{{ m['content'] | trim }}{{ eos_token }}{% else %}<<SYS>>\n{{ m['content'] "
+                   "}}\n<</SYS>>\n\n{% endif %}{% endfor %}";
     }
     return "";
 }
 
-}  // namespace tandem::server
+std::string chat_template_for(const Model& model, const tokenizer::Tokenizer& tok) {
+    const auto& own = tok.vocab().chat_template;
+    if (!own.empty()) return own;
+    std::string fb = fallback_chat_template(model, tok);
+    if (!fb.empty()) return fb;
+    return "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+           "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+}
+
+}  // namespace tandem::engine
