@@ -146,28 +146,7 @@ void assign_slots(Model& m) {
     };
     take(m.tok_embd);
     take(m.rope_freqs);
-    for (Layer& l : m.layers)
-        for (Weight* w : {&l.attn_norm,
-                          &l.wq,
-                          &l.wk,
-                          &l.wv,
-                          &l.bq,
-                          &l.bk,
-                          &l.bv,
-                          &l.q_norm,
-                          &l.k_norm,
-                          &l.wo,
-                          &l.post_attn_norm,
-                          &l.ffn_norm,
-                          &l.ffn_gate,
-                          &l.ffn_up,
-                          &l.ffn_down,
-                          &l.post_ffn_norm,
-                          &l.ffn_router,
-                          &l.gate_exps,
-                          &l.up_exps,
-                          &l.down_exps})
-            take(*w);
+    for (Layer& l : m.layers) l.for_each_weight(take);
     take(m.output_norm);
     // A tied head covering the whole vocabulary is the embedding itself: one upload.
     if (m.output.data == m.tok_embd.data && m.output.ne == m.tok_embd.ne)
@@ -185,28 +164,7 @@ std::vector<const Weight*> Model::weights() const {
     };
     add(tok_embd);
     add(rope_freqs);
-    for (const Layer& l : layers)
-        for (const Weight* w : {&l.attn_norm,
-                                &l.wq,
-                                &l.wk,
-                                &l.wv,
-                                &l.bq,
-                                &l.bk,
-                                &l.bv,
-                                &l.q_norm,
-                                &l.k_norm,
-                                &l.wo,
-                                &l.post_attn_norm,
-                                &l.ffn_norm,
-                                &l.ffn_gate,
-                                &l.ffn_up,
-                                &l.ffn_down,
-                                &l.post_ffn_norm,
-                                &l.ffn_router,
-                                &l.gate_exps,
-                                &l.up_exps,
-                                &l.down_exps})
-            add(*w);
+    for (const Layer& l : layers) l.for_each_weight(add);
     add(output_norm);
     add(output);
     return all;

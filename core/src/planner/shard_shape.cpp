@@ -79,31 +79,6 @@ Weight cut_weight(Weight w, const Cut& c) {
     return w;
 }
 
-template <class F>
-void for_each_layer_weight(engine::Layer& l, F f) {
-    for (Weight* w : {&l.attn_norm,
-                      &l.wq,
-                      &l.wk,
-                      &l.wv,
-                      &l.bq,
-                      &l.bk,
-                      &l.bv,
-                      &l.q_norm,
-                      &l.k_norm,
-                      &l.wo,
-                      &l.post_attn_norm,
-                      &l.ffn_norm,
-                      &l.ffn_gate,
-                      &l.ffn_up,
-                      &l.ffn_down,
-                      &l.post_ffn_norm,
-                      &l.ffn_router,
-                      &l.gate_exps,
-                      &l.up_exps,
-                      &l.down_exps})
-        f(*w);
-}
-
 // [b, e) boundaries of n parts of `units` proportional to shares, each part >= 1 unit.
 std::vector<int64_t> boundaries(int64_t units, const std::vector<double>& shares) {
     const int n = static_cast<int>(shares.size());
@@ -141,8 +116,7 @@ std::shared_ptr<Model> shape_shard(const Model& whole, const ShardSpec& shard) {
     m->output_norm = whole.output_norm;
     m->layers = whole.layers;
     for (engine::Layer& l : m->layers)
-        for_each_layer_weight(l,
-                              [&](Weight& w) { w = cut_weight(w, cut_of(w, false, hp, shard)); });
+        l.for_each_weight([&](Weight& w) { w = cut_weight(w, cut_of(w, false, hp, shard)); });
     const bool tied = whole.output.slot == whole.tok_embd.slot;
     m->output = cut_weight(whole.output, cut_of(whole.output, true, hp, shard));
     // A tied head that keeps the whole vocabulary stays the embedding's slot; a slice of it is

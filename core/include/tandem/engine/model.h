@@ -84,6 +84,37 @@ struct Layer {
     Weight ffn_router;          // moe: [n_expert, n_embd] (replicated)
     Weight gate_exps, up_exps;  // moe: [n_expert_l][n_ff_exp, n_embd]
     Weight down_exps;           // moe: [n_expert_l][n_embd, n_ff_exp]
+
+    // Every weight field, in the one order that slots, uploads and plans use.
+    template <class F>
+    void for_each_weight(F f) {
+        for (Weight* w : {&attn_norm,
+                          &wq,
+                          &wk,
+                          &wv,
+                          &bq,
+                          &bk,
+                          &bv,
+                          &q_norm,
+                          &k_norm,
+                          &wo,
+                          &post_attn_norm,
+                          &ffn_norm,
+                          &ffn_gate,
+                          &ffn_up,
+                          &ffn_down,
+                          &post_ffn_norm,
+                          &ffn_router,
+                          &gate_exps,
+                          &up_exps,
+                          &down_exps})
+            f(*w);
+    }
+    template <class F>
+    void for_each_weight(F f) const {
+        const_cast<Layer*>(this)->for_each_weight(
+            [&](Weight& w) { f(static_cast<const Weight&>(w)); });
+    }
 };
 
 struct Model {
