@@ -5,6 +5,7 @@
 #include <hip/hip_runtime.h>
 #endif
 #include <cstdint>
+#include <string>
 
 #include "hip_ops.h"
 #include "hip_weight_types.h"
@@ -127,7 +128,15 @@ int64_t attention_max_head_dim() {
 void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t width,
                  int64_t head_dim, int64_t n_rot, bool neox, float freq_base, float freq_scale,
                  const float* factors, float* out, hipStream_t s) {
+    launch_require(x && pos && out, "rope", "null tensor");
+    launch_require(
+        head_dim > 0 && width % head_dim == 0 && n_rot > 0 && n_rot % 2 == 0 && n_rot <= head_dim,
+        "rope",
+        "width " + std::to_string(width) + ", head_dim " + std::to_string(head_dim) + ", n_rot " +
+            std::to_string(n_rot) + " (n_rot even, <= head_dim)");
     const int64_t n_head = width / head_dim;
+    launch_require(n_tokens >= 0 && n_tokens * n_head <= kMaxGridX, "rope",
+                   std::to_string(n_tokens) + " tokens");
     if (n_tokens * n_head <= 0) return;
     hipLaunchKernelGGL(k_rope, dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(64), 0, s, x,
                        pos, n_head, head_dim, n_rot, neox ? 1 : 0, freq_base, freq_scale, factors,
@@ -136,6 +145,10 @@ void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t w
 
 void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16, void* cache,
                      int32_t n_past, hipStream_t s) {
+    launch_require(src && cache, "kv_store", "null tensor");
+    launch_require(width > 0 && n_tokens >= 0 && n_tokens <= kMaxGridX && n_past >= 0, "kv_store",
+                   "width " + std::to_string(width) + ", " + std::to_string(n_tokens) +
+                       " tokens at " + std::to_string(n_past));
     if (n_tokens <= 0) return;
     hipLaunchKernelGGL(k_kv_store, dim3(static_cast<unsigned>(n_tokens)), dim3(256), 0, s, src,
                        width, f16 ? 1 : 0, cache, n_past);
@@ -145,6 +158,14 @@ void launch_attention(const float* q, int64_t n_tokens, int32_t n_past, int64_t 
                       int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
                       float softcap, const void* k_cache, const void* v_cache, bool f16, float* out,
                       hipStream_t s) {
+    launch_require(q && k_cache && v_cache && out, "attention", "null tensor");
+    launch_require(head_dim > 0 && head_dim <= attention_max_head_dim() && n_kv_head > 0 &&
+                       n_head % n_kv_head == 0 && window >= 0 && n_past >= 0,
+                   "attention",
+                   std::to_string(n_head) + " heads, " + std::to_string(n_kv_head) +
+                       " KV heads, head_dim " + std::to_string(head_dim));
+    launch_require(n_tokens >= 0 && n_tokens * n_head <= kMaxGridX, "attention",
+                   std::to_string(n_tokens) + " tokens");
     if (n_tokens * n_head <= 0) return;
     hipLaunchKernelGGL(k_attention, dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(kTile), 0,
                        s, q, n_head, n_kv_head, head_dim, window, scale, softcap, k_cache, v_cache,

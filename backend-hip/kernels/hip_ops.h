@@ -3,10 +3,22 @@
 // `s` and returns at once; errors surface at the step's synchronisation. Shapes follow the step
 // graph: activations are row-major [rows, cols] f32; weights keep their file type.
 #include <cstdint>
+#include <string>
 
 #include "tandem/common/dtype.h"
+#include "tandem/common/error.h"
 
 namespace tandem::hip {
+
+// Grid limits both platforms share (x up to 2^31-1 blocks, y and z up to 65535).
+constexpr int64_t kMaxGridX = 2147483647;
+constexpr int64_t kMaxGridY = 65535;
+
+// Launchers check their arguments before enqueueing anything: a bad shape is a tandem::Error
+// naming the op, never an out-of-bounds kernel.
+inline void launch_require(bool ok, const char* op, const std::string& what) {
+    if (!ok) throw Error(std::string("hip backend: ") + op + ": " + what);
+}
 
 // out[i] = a[i] + b[i] (add) or a[i] * b[i] (mul); n elements.
 void launch_binary(bool mul, const float* a, const float* b, int64_t n, float* out, hipStream_t s);
@@ -27,6 +39,13 @@ void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows
 // out[t, o] = sum_i W[o, i] x[t, i] (+ bias[o]); W [n_out, n_in] of `type`, x [n_tok, n_in].
 void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
                     int64_t n_tok, const float* bias, float* out, hipStream_t s);
+// Fast paths of launch_mat_mul (hip_matmul.hip). Each returns false, enqueueing nothing, for a
+// type, shape or alignment it does not cover. Decode matvec: n_tok <= kMatvecMaxTokens.
+constexpr int64_t kMatvecMaxTokens = 8;
+bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
+                   int64_t n_tok, const float* bias, float* out, hipStream_t s);
+bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
+                          int64_t n_tok, const float* bias, float* out, hipStream_t s);
 // True when the kernels above read weights of this type.
 bool weight_type_supported(DType type);
 
@@ -50,5 +69,34 @@ void launch_attention(const float* q, int64_t n_tokens, int32_t n_past, int64_t 
                       hipStream_t s);
 // Largest head_dim launch_attention takes.
 int64_t attention_max_head_dim();
+
+}  // namespace tandem::hip
+
+namespace tandem::hip {
+
+// Softmax gating and top-k per token: logits [n_tok, n_expert] -> route [n_tok, 2k] of
+// (expert id, weight) pairs; ties go to the lower id; weights renormalised over the k when
+// `normalize`.
+void launch_moe_route(const float* logits, int64_t n_tok, int64_t n_expert, int k, bool normalize,
+                      float* route, hipStream_t s);
+// Largest k launch_moe_route takes.
+int moe_max_top_k();
+
+// The expert FFN over the experts held here: out[t] = sum_j w_j down_e(act(gate_e x) * up_e x).
+struct MoeFfnArgs {
+    const float* x = nullptr;      // [n_tok, n_embd]
+    const float* route = nullptr;  // [n_tok, 2k]
+    const void* gate = nullptr;    // [n_local, n_ff, n_embd] of gate_type
+    const void* up = nullptr;      // [n_local, n_ff, n_embd] of up_type
+    const void* down = nullptr;    // [n_local, n_embd, n_ff] of down_type
+    DType gate_type = DType::F32, up_type = DType::F32, down_type = DType::F32;
+    int64_t n_tok = 0, n_embd = 0, n_ff = 0, n_local = 0;
+    int k = 0, first_expert = 0, act = 0;
+    float* scratch = nullptr;  // moe_ffn_scratch_floats() floats of device memory
+    uint64_t scratch_floats = 0;
+    float* out = nullptr;  // [n_tok, n_embd]
+};
+uint64_t moe_ffn_scratch_floats(int64_t n_tok, int k, int64_t n_ff);
+void launch_moe_ffn(const MoeFfnArgs& args, hipStream_t s);
 
 }  // namespace tandem::hip

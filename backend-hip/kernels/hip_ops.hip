@@ -6,8 +6,8 @@
 #endif
 #include <cstdint>
 
+#include "hip_decode.h"
 #include "hip_ops.h"
-#include "hip_weight_types.h"
 
 namespace tandem::hip {
 namespace {
@@ -17,20 +17,6 @@ constexpr int kRowBlock = 128;  // one block per reduced row
 
 unsigned grid_for(int64_t n) {
     return static_cast<unsigned>((n + kBlock - 1) / kBlock);
-}
-
-// Sum of v over the block (blockDim.x == Block, a power of two); every thread gets the result.
-template <int Block>
-__device__ float block_sum(float v, float* sh) {
-    sh[threadIdx.x] = v;
-    __syncthreads();
-    for (int stride = Block / 2; stride > 0; stride >>= 1) {
-        if (static_cast<int>(threadIdx.x) < stride) sh[threadIdx.x] += sh[threadIdx.x + stride];
-        __syncthreads();
-    }
-    const float r = sh[0];
-    __syncthreads();
-    return r;
 }
 
 __global__ void k_binary(int mul, const float* a, const float* b, int64_t n, float* out) {
@@ -74,76 +60,6 @@ __global__ void k_rms_norm(const float* x, const float* w, int64_t group, float 
     for (int64_t i = threadIdx.x; i < group; i += kRowBlock) o[i] = xr[i] * s * (w ? w[i] : 1.0f);
 }
 
-// Element i of a weight row in type T. Block types follow ggml's layouts (32 weights per block,
-// f16 scale first); this per-element decode is the simple form: the bandwidth-tuned decode
-// kernel reads whole blocks (docs/hip.md).
-template <DType T>
-__device__ float load_weight(const uint8_t* row, int64_t i) {
-    if constexpr (T == DType::F32) return reinterpret_cast<const float*>(row)[i];
-    if constexpr (T == DType::F16)
-        return f16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
-    if constexpr (T == DType::BF16)
-        return bf16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
-    const int64_t b = i / 32, j = i % 32;
-    auto half_at = [](const uint8_t* p) { return f16_bits_to_f32(uint16_t(p[0] | (p[1] << 8))); };
-    if constexpr (T == DType::Q8_0) {  // {d, int8 q[32]}
-        const uint8_t* blk = row + b * 34;
-        return half_at(blk) * float(static_cast<int8_t>(blk[2 + j]));
-    }
-    if constexpr (T == DType::Q4_0 ||
-                  T == DType::Q4_1) {  // {d, (m), nibbles: low = j, high = j+16}
-        const int hdr = T == DType::Q4_0 ? 2 : 4;
-        const uint8_t* blk = row + b * (hdr + 16);
-        const int q = j < 16 ? (blk[hdr + j] & 0xF) : (blk[hdr + j - 16] >> 4);
-        if constexpr (T == DType::Q4_0) return half_at(blk) * float(q - 8);
-        return half_at(blk) * float(q) + half_at(blk + 2);
-    }
-    if constexpr (T == DType::Q5_0 || T == DType::Q5_1) {  // {d, (m), qh: bit j = 5th bit, nibbles}
-        const int hdr = T == DType::Q5_0 ? 2 : 4;
-        const uint8_t* blk = row + b * (hdr + 20);
-        const uint32_t qh = uint32_t(blk[hdr]) | (uint32_t(blk[hdr + 1]) << 8) |
-                            (uint32_t(blk[hdr + 2]) << 16) | (uint32_t(blk[hdr + 3]) << 24);
-        const int lo = j < 16 ? (blk[hdr + 4 + j] & 0xF) : (blk[hdr + 4 + j - 16] >> 4);
-        const int q = lo | int(((qh >> j) & 1u) << 4);
-        if constexpr (T == DType::Q5_0) return half_at(blk) * float(q - 16);
-        return half_at(blk) * float(q) + half_at(blk + 2);
-    }
-    if constexpr (T == DType::Q4_K || T == DType::Q5_K) {
-        // 256 weights: {d, dmin, 12 bytes of 6-bit (scale, min) pairs, (qh[32]), qs[128]};
-        // chunk c of 64 weights uses qs[32c..], low nibbles first, then high.
-        const int64_t kb = i / 256, k = i % 256, sub = k / 32, l = k % 32, c = k / 64;
-        const uint8_t* blk = row + kb * (T == DType::Q4_K ? 144 : 176);
-        const uint8_t* sc = blk + 4;
-        int scale, mn;
-        if (sub < 4) {
-            scale = sc[sub] & 63;
-            mn = sc[sub + 4] & 63;
-        } else {
-            scale = (sc[sub + 4] & 0xF) | ((sc[sub - 4] >> 6) << 4);
-            mn = (sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4);
-        }
-        const uint8_t* qs = blk + (T == DType::Q4_K ? 16 : 48);
-        int q = (sub % 2) ? (qs[32 * c + l] >> 4) : (qs[32 * c + l] & 0xF);
-        if constexpr (T == DType::Q5_K) q += ((blk[16 + l] >> sub) & 1) << 4;
-        return half_at(blk) * float(scale) * float(q) - half_at(blk + 2) * float(mn);
-    }
-    if constexpr (T == DType::Q6_K) {
-        // 256 weights: {ql[128], qh[64], int8 scales[16], d}; two halves of 128, each four
-        // quarters of 32 sharing ql/qh bytes.
-        const int64_t kb = i / 256, k = i % 256, half = k / 128, r = k % 128, quarter = r / 32,
-                      l = r % 32;
-        const uint8_t* blk = row + kb * 210;
-        const uint8_t* ql = blk + half * 64;
-        const uint8_t* qh = blk + 128 + half * 32;
-        const auto* sc = reinterpret_cast<const int8_t*>(blk + 192 + half * 8);
-        const int lo = quarter & 1 ? ql[l + 32] : ql[l];
-        const int nib = quarter >= 2 ? (lo >> 4) : (lo & 0xF);
-        const int q = (nib | (((qh[l] >> (2 * quarter)) & 3) << 4)) - 32;
-        return half_at(blk + 208) * float(sc[l / 16 + 2 * quarter]) * float(q);
-    }
-    return 0.0f;
-}
-
 // grid (n_tok); block kBlock: each thread converts elements of one looked-up row.
 template <DType T>
 __global__ void k_get_rows(const void* table, int64_t n_in, int64_t row_stride, int64_t n_rows,
@@ -172,10 +88,6 @@ __global__ void k_mat_mul(const void* w, int64_t n_in, int64_t row_stride, const
     if (threadIdx.x == 0) out[t * n_out + o] = acc + (bias ? bias[o] : 0.0f);
 }
 
-// The weight types the kernels read, as an X-macro over DType names.
-#define TANDEM_HIP_WEIGHT_TYPES(X) \
-    X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q4_K) X(Q5_K) X(Q6_K)
-
 }  // namespace
 
 bool weight_type_supported(DType type) {
@@ -189,28 +101,50 @@ bool weight_type_supported(DType type) {
     }
 }
 
+namespace {
+
+// Element-wise launches: n elements, one thread each.
+void require_elementwise(const char* op, const void* a, const void* out, int64_t n) {
+    launch_require(a && out, op, "null tensor");
+    launch_require(n >= 0 && (n + kBlock - 1) / kBlock <= kMaxGridX, op,
+                   std::to_string(n) + " elements");
+}
+
+}  // namespace
+
 void launch_binary(bool mul, const float* a, const float* b, int64_t n, float* out, hipStream_t s) {
+    require_elementwise(mul ? "mul" : "add", a, out, n);
+    launch_require(b != nullptr, mul ? "mul" : "add", "null tensor");
     if (n > 0)
         hipLaunchKernelGGL(k_binary, dim3(grid_for(n)), dim3(kBlock), 0, s, mul ? 1 : 0, a, b, n,
                            out);
 }
 
 void launch_scale(const float* a, float k, int64_t n, float* out, hipStream_t s) {
+    require_elementwise("scale", a, out, n);
     if (n > 0) hipLaunchKernelGGL(k_scale, dim3(grid_for(n)), dim3(kBlock), 0, s, a, k, n, out);
 }
 
 void launch_softcap(const float* a, float cap, int64_t n, float* out, hipStream_t s) {
+    require_elementwise("softcap", a, out, n);
+    launch_require(cap > 0.0f, "softcap", "cap must be > 0");
     if (n > 0) hipLaunchKernelGGL(k_softcap, dim3(grid_for(n)), dim3(kBlock), 0, s, a, cap, n, out);
 }
 
 void launch_gated(int act, const float* gate, const float* up, int64_t n, float* out,
                   hipStream_t s) {
+    require_elementwise("gated_act", gate, out, n);
+    launch_require(up != nullptr, "gated_act", "null tensor");
+    launch_require(act == 0 || act == 1, "gated_act", "activation " + std::to_string(act));
     if (n > 0)
         hipLaunchKernelGGL(k_gated, dim3(grid_for(n)), dim3(kBlock), 0, s, act, gate, up, n, out);
 }
 
 void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_groups, float eps,
                      float* out, hipStream_t s) {
+    launch_require(x && out, "rms_norm", "null tensor");
+    launch_require(group > 0 && n_groups >= 0 && n_groups <= kMaxGridX, "rms_norm",
+                   "group " + std::to_string(group) + " x " + std::to_string(n_groups));
     if (n_groups > 0)
         hipLaunchKernelGGL(k_rms_norm, dim3(static_cast<unsigned>(n_groups)), dim3(kRowBlock), 0, s,
                            x, w, group, eps, out);
@@ -218,7 +152,14 @@ void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_gr
 
 void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows,
                      const int32_t* ids, int64_t n, float* out, hipStream_t s) {
-    if (n <= 0) return;
+    launch_require(table && ids && out, "get_rows", "null tensor");
+    launch_require(weight_type_supported(type), "get_rows",
+                   "weight type " + std::string(dtype_name(type)));
+    launch_require(n_in > 0 && n_in % int64_t(dtype_traits(type).block_elems) == 0 && n_rows > 0,
+                   "get_rows",
+                   "table shape " + std::to_string(n_in) + "x" + std::to_string(n_rows));
+    launch_require(n >= 0 && n <= kMaxGridX, "get_rows", std::to_string(n) + " ids");
+    if (n == 0) return;
     const dim3 grid(static_cast<unsigned>(n)), block(kBlock);
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
     switch (type) {
@@ -230,13 +171,29 @@ void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows
         TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
 #undef TANDEM_CASE
         default:
-            break;  // the backend checks weight_type_supported() first
+            break;  // rejected above
     }
 }
 
 void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
                     int64_t n_tok, const float* bias, float* out, hipStream_t s) {
-    if (n_out <= 0 || n_tok <= 0) return;
+    launch_require(w && x && out, "mat_mul", "null tensor");
+    launch_require(weight_type_supported(type), "mat_mul",
+                   "weight type " + std::string(dtype_name(type)));
+    launch_require(n_in > 0 && n_in % int64_t(dtype_traits(type).block_elems) == 0, "mat_mul",
+                   "n_in " + std::to_string(n_in) + " is not a whole number of " +
+                       std::string(dtype_name(type)) + " blocks");
+    launch_require(n_out >= 0 && n_out <= kMaxGridX && n_tok >= 0, "mat_mul",
+                   std::to_string(n_out) + " outputs, " + std::to_string(n_tok) + " tokens");
+    if (n_out == 0 || n_tok == 0) return;
+    // Fast paths first: a decode matvec for a few tokens, a tiled matmul for prefill; both
+    // decline shapes/types/alignments they do not cover and the generic kernel runs.
+    if (n_tok <= kMatvecMaxTokens && launch_matvec(type, w, n_in, n_out, x, n_tok, bias, out, s))
+        return;
+    if (n_tok > kMatvecMaxTokens &&
+        launch_mat_mul_tiled(type, w, n_in, n_out, x, n_tok, bias, out, s))
+        return;
+    launch_require(n_tok <= kMaxGridY, "mat_mul", std::to_string(n_tok) + " tokens");
     const dim3 grid(static_cast<unsigned>(n_out), static_cast<unsigned>(n_tok)), block(kRowBlock);
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
     switch (type) {
@@ -248,7 +205,7 @@ void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, cons
         TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
 #undef TANDEM_CASE
         default:
-            break;
+            break;  // rejected above
     }
 }
 

@@ -2,12 +2,14 @@
 #if !defined(TANDEM_HIP_ON_CUDA)
 #include <hip/hip_runtime.h>
 #endif
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "hip_backend.h"
 #include "hip_ops.h"
+#include "tandem/backend/collective.h"
 #include "tandem/common/error.h"
 
 namespace tandem::hip {
@@ -91,6 +93,7 @@ class HipBackend final : public Backend {
         (void)hipStreamDestroy(stream_);
     }
     const DeviceInfo& device() const override { return info_; }
+    bool can_compute() const override { return true; }
 
     void upload_weight(int slot, const WeightDesc& w, bool) override {
         if (slot < 0) throw Error("hip backend: negative weight slot for '" + w.name + "'");
@@ -149,6 +152,9 @@ class HipBackend final : public Backend {
     const Weight& weight_of(const Graph& g, TensorId id) const;
     void stage_io(const Graph& g, const StepIO& io);
     void run_node(const Graph& g, const Node& n, const StepIO& io);
+    void check_node(const Graph& g, const Node& n) const;
+    bool multi_rank() const { return collective_ && collective_->n_ranks() > 1; }
+    void host_collective(const Graph& g, const Node& n);
 
     DeviceInfo info_;
     hipStream_t stream_ = nullptr;
@@ -156,6 +162,10 @@ class HipBackend final : public Backend {
     std::vector<Weight> weights_;
     std::vector<Kv> kv_;
     DeviceBuffer scratch_;
+    DeviceBuffer moe_scratch_;  // expert FFN hidden rows [2, n_tok * k, n_ff]
+    PinnedBuffer collective_host_;
+    std::vector<float> gather_;
+    std::vector<size_t> gather_sizes_;
     // Step inputs and outputs live in one device buffer at the offsets below.
     DeviceBuffer io_dev_;
     PinnedBuffer staging_;
@@ -233,52 +243,93 @@ void HipBackend::stage_io(const Graph& g, const StepIO& io) {
     }
 }
 
+// Shapes and types a node needs here, checked before anything of the step is enqueued, so a
+// graph this backend cannot run fails cleanly with the op's name.
+void HipBackend::check_node(const Graph& g, const Node& n) const {
+    switch (n.op) {
+        case Op::Add:
+        case Op::Mul:
+        case Op::Scale:
+        case Op::Softcap:
+        case Op::GatedAct:
+        case Op::RmsNorm:
+        case Op::TakeRows:
+        case Op::Copy:
+        case Op::AllReduce:
+        case Op::AllGather:
+        case Op::Rope:
+        case Op::KvStore:
+            break;
+        case Op::Attention:
+            if (n.i[2] > attention_max_head_dim() || n.i[1] <= 0 || n.i[0] % n.i[1] != 0)
+                throw Error("hip backend: attention with head_dim " + std::to_string(n.i[2]) +
+                            ", " + std::to_string(n.i[0]) + " heads and " + std::to_string(n.i[1]) +
+                            " KV heads is not supported (head_dim <= " +
+                            std::to_string(attention_max_head_dim()) +
+                            ", heads a multiple of KV heads)");
+            break;
+        case Op::GetRows:
+        case Op::MatMul: {
+            const DType t = g.tensor(n.src[0]).type;
+            if (!weight_type_supported(t))
+                throw Error(std::string("hip backend: ") + op_name(n.op) + " on " +
+                            std::string(dtype_name(t)) + " weights is not implemented");
+            break;
+        }
+        case Op::MoeRoute: {
+            const int64_t n_expert = g.tensor(n.src[0]).cols();
+            if (n.i[0] < 1 || n.i[0] > moe_max_top_k() || n.i[0] > n_expert ||
+                g.tensor(n.out).cols() != 2 * int64_t(n.i[0]))
+                throw Error("hip backend: moe_route k=" + std::to_string(n.i[0]) + " must be 1.." +
+                            std::to_string(moe_max_top_k()) + ", at most n_expert (" +
+                            std::to_string(n_expert) + "), with a [tokens, 2k] output");
+            break;
+        }
+        case Op::MoeFfn: {
+            const GraphTensor &x = g.tensor(n.src[0]), &route = g.tensor(n.src[1]),
+                              &gate = g.tensor(n.src[2]), &up = g.tensor(n.src[3]),
+                              &down = g.tensor(n.src[4]);
+            for (const GraphTensor* w : {&gate, &up, &down})
+                if (!weight_type_supported(w->type))
+                    throw Error("hip backend: moe_ffn on " + std::string(dtype_name(w->type)) +
+                                " weights is not implemented");
+            const int64_t n_embd = gate.ne[0], n_ff = gate.ne[1], n_local = gate.ne[2];
+            if (up.ne != gate.ne || down.ne != std::array<int64_t, 3>{n_ff, n_embd, n_local} ||
+                x.cols() != n_embd || g.tensor(n.out).cols() != n_embd || route.cols() % 2 != 0 ||
+                route.cols() / 2 < 1 || route.cols() / 2 > moe_max_top_k() ||
+                route.rows() != x.rows())
+                throw Error("hip backend: moe_ffn shapes do not fit (x " +
+                            std::to_string(x.cols()) + " cols, gate " + std::to_string(n_embd) +
+                            "x" + std::to_string(n_ff) + "x" + std::to_string(n_local) +
+                            ", route " + std::to_string(route.cols()) + " cols)");
+            break;
+        }
+        default:
+            throw Error(std::string("hip backend: op ") + op_name(n.op) + " is not implemented");
+    }
+}
+
 void HipBackend::compute(const Graph& g, const StepIO& io) {
     if (g.scratch_bytes() > scratch_.size())
         throw Error("hip backend: graph needs " + std::to_string(g.scratch_bytes()) +
                     " scratch bytes, " + std::to_string(scratch_.size()) + " reserved");
-    // Every node is checked before anything is enqueued, so an unsupported op fails cleanly.
+    // Every node is checked, and the backend's own buffers sized, before anything is enqueued.
+    uint64_t moe_floats = 0, collective_floats = 0;
     for (const Node& n : g.nodes()) {
-        switch (n.op) {
-            case Op::Add:
-            case Op::Mul:
-            case Op::Scale:
-            case Op::Softcap:
-            case Op::GatedAct:
-            case Op::RmsNorm:
-            case Op::TakeRows:
-            case Op::Copy:
-                break;
-            case Op::AllReduce:
-            case Op::AllGather:
-                if (collective_)
-                    throw Error("hip backend: tensor-parallel collectives are not implemented yet");
-                break;
-            case Op::Rope:
-            case Op::KvStore:
-                break;
-            case Op::Attention:
-                if (n.i[2] > attention_max_head_dim() || n.i[1] <= 0 || n.i[0] % n.i[1] != 0)
-                    throw Error("hip backend: attention with head_dim " + std::to_string(n.i[2]) +
-                                ", " + std::to_string(n.i[0]) + " heads and " +
-                                std::to_string(n.i[1]) +
-                                " KV heads is not supported (head_dim <= " +
-                                std::to_string(attention_max_head_dim()) +
-                                ", heads a multiple of KV heads)");
-                break;
-            case Op::GetRows:
-            case Op::MatMul: {
-                const DType t = g.tensor(n.src[0]).type;
-                if (!weight_type_supported(t))
-                    throw Error(std::string("hip backend: ") + op_name(n.op) + " on " +
-                                std::string(dtype_name(t)) + " weights is not implemented yet");
-                break;
-            }
-            default:
-                throw Error(std::string("hip backend: op ") + op_name(n.op) +
-                            " is not implemented yet");
-        }
+        check_node(g, n);
+        if (n.op == Op::MoeFfn)
+            moe_floats = std::max(
+                moe_floats, moe_ffn_scratch_floats(g.tensor(n.out).rows(),
+                                                   static_cast<int>(g.tensor(n.src[1]).cols() / 2),
+                                                   g.tensor(n.src[2]).ne[1]));
+        if ((n.op == Op::AllReduce || n.op == Op::AllGather) && multi_rank())
+            collective_floats = std::max<uint64_t>(
+                collective_floats,
+                uint64_t(std::max(g.tensor(n.src[0]).n_elements(), g.tensor(n.out).n_elements())));
     }
+    if (moe_floats * sizeof(float) > moe_scratch_.size())
+        moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
+    if (collective_floats) collective_host_.reserve(collective_floats * sizeof(float));
     stage_io(g, io);
     for (const Node& n : g.nodes()) run_node(g, n, io);
     uint8_t* pinned = staging_.reserve(1);
@@ -294,6 +345,47 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     for (const GraphTensor& t : g.tensors())
         if (t.role == TensorRole::Output)
             std::memcpy(io.outputs[t.slot], pinned + out_off_[t.slot], t.nbytes());
+}
+
+// Tensor parallelism: the collective runs on the host between the work enqueued before the node
+// and the work after it (the network, not the extra round trip, bounds this), as the Vulkan
+// backend does. The source goes device -> pinned, the collective runs in place there (all-reduce)
+// or gathers every rank's columns, and the result goes pinned -> device.
+void HipBackend::host_collective(const Graph& g, const Node& n) {
+    const GraphTensor& out = g.tensor(n.out);
+    const auto n_src = static_cast<size_t>(g.tensor(n.src[0]).n_elements());
+    const auto n_out = static_cast<size_t>(out.n_elements());
+    auto* h = reinterpret_cast<float*>(collective_host_.reserve(1));  // sized in compute()
+    check(hipMemcpyAsync(h, data_of(g, n.src[0]), n_src * sizeof(float), hipMemcpyDeviceToHost,
+                         stream_),
+          "copying collective input");
+    check(hipStreamSynchronize(stream_), "running the step up to a collective");
+    if (n.op == Op::AllReduce) {
+        collective_->all_reduce_sum(h, n_src);
+    } else {
+        collective_->all_gather(h, n_src, gather_, gather_sizes_);
+        // Rank r contributed [rows, cols_r]; interleave into [rows, sum cols_r].
+        const int64_t rows = out.rows();
+        int64_t col0 = 0;
+        size_t at = 0;
+        for (size_t sz : gather_sizes_) {
+            const int64_t cols_r = static_cast<int64_t>(sz) / rows;
+            if (col0 + cols_r > out.cols()) break;
+            for (int64_t r = 0; r < rows; ++r)
+                std::memcpy(h + r * out.cols() + col0, gather_.data() + at + r * cols_r,
+                            sizeof(float) * static_cast<size_t>(cols_r));
+            col0 += cols_r;
+            at += sz;
+        }
+        if (col0 != out.cols())
+            throw Error("all_gather: ranks gave " + std::to_string(col0) +
+                        " columns, graph expects " + std::to_string(out.cols()));
+    }
+    check(
+        hipMemcpyAsync(data_of(g, n.out), h, n_out * sizeof(float), hipMemcpyHostToDevice, stream_),
+        "copying collective output");
+    // The pinned buffer is reused by the next collective of the step: wait for this copy.
+    check(hipStreamSynchronize(stream_), "copying collective output");
 }
 
 void HipBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
@@ -369,8 +461,42 @@ void HipBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
                              kc.type == DType::F16, y, stream_);
             break;
         }
+        case Op::MoeRoute:
+            launch_moe_route(f32(n.src[0]), out.rows(), g.tensor(n.src[0]).cols(), n.i[0],
+                             n.i[1] != 0, y, stream_);
+            break;
+        case Op::MoeFfn: {
+            const Weight &gw = weight_of(g, n.src[2]), &uw = weight_of(g, n.src[3]),
+                         &dw = weight_of(g, n.src[4]);
+            MoeFfnArgs a;
+            a.x = f32(n.src[0]);
+            a.route = f32(n.src[1]);
+            a.gate = gw.buf.data();
+            a.up = uw.buf.data();
+            a.down = dw.buf.data();
+            a.gate_type = gw.desc.type;
+            a.up_type = uw.desc.type;
+            a.down_type = dw.desc.type;
+            a.n_tok = out.rows();
+            a.n_embd = gw.desc.ne[0];
+            a.n_ff = gw.desc.ne[1];
+            a.n_local = gw.desc.ne[2];
+            a.k = static_cast<int>(g.tensor(n.src[1]).cols() / 2);
+            a.first_expert = n.i[0];
+            a.act = n.i[1];
+            a.scratch = reinterpret_cast<float*>(moe_scratch_.data());
+            a.scratch_floats = moe_scratch_.size() / sizeof(float);
+            a.out = y;
+            launch_moe_ffn(a, stream_);
+            break;
+        }
         case Op::AllReduce:
         case Op::AllGather:
+            if (multi_rank()) {
+                host_collective(g, n);
+                break;
+            }
+            [[fallthrough]];
         case Op::Copy:
             if (y != f32(n.src[0]))
                 check(hipMemcpyAsync(y, f32(n.src[0]), sizeof(float) * size_t(ne),

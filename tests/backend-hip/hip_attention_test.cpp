@@ -7,27 +7,10 @@
 #include <cstring>
 #include <tuple>
 
-#include "../backend-ops/op_harness.h"
-#include "tandem/backend/registry.h"
-#include "tandem/common/error.h"
+#include "hip_test_support.h"
 
 namespace tandem::test {
 namespace {
-
-std::unique_ptr<Backend> hip_backend() {
-    for (const auto& st : BackendRegistry::instance().backends())
-        if (st.name == "hip" && st.available) return create_backend("hip", 0, {});
-    return nullptr;
-}
-
-#define TANDEM_HIP_OR_SKIP(var) \
-    auto var = hip_backend();   \
-    if (!var)                   \
-    GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)"
-
-std::vector<double> as_double(const std::vector<float>& v) {
-    return {v.begin(), v.end()};
-}
 
 struct AttnCase {
     int64_t n_head, n_kv_head, head_dim, window;
@@ -120,9 +103,12 @@ TEST(HipAttention, AttentionOverCache) {
                                  " hd " + std::to_string(c.head_dim) + " past " +
                                  std::to_string(c.n_past);
         // The CPU backend's f16 dot rounds q to f16; the f32 cache is compared exactly in double.
-        EXPECT_LT(nmse(h, as_double(r)), c.kv_type == DType::F32 ? 1e-10 : 1e-5) << what;
+        EXPECT_LT(reported_nmse("attention vs cpu " + what, h, as_double(r)),
+                  c.kv_type == DType::F32 ? 1e-10 : 1e-5)
+            << what;
         if (c.kv_type == DType::F32) {
-            EXPECT_LT(nmse(h, ref_attention(c, d)), 1e-10) << what;
+            EXPECT_LT(reported_nmse("attention vs f64 " + what, h, ref_attention(c, d)), 1e-10)
+                << what;
         }
     }
 }
@@ -197,8 +183,10 @@ TEST(HipAttention, RopeNormalNeoxAndFactors) {
                     o[i1] = xr[i0] * std::sin(a) + xr[i1] * std::cos(a);
                 }
             }
-        EXPECT_LT(nmse(h, ref), 1e-12) << "mode " << int(mode) << " n_rot " << n_rot;
-        EXPECT_LT(nmse(h, as_double(r)), 1e-12) << "mode " << int(mode) << " n_rot " << n_rot;
+        const std::string what = "rope mode " + std::to_string(int(mode)) + " n_rot " +
+                                 std::to_string(n_rot) + (with_factors ? " factors" : "");
+        EXPECT_LT(reported_nmse(what + " vs f64", h, ref), 1e-12) << what;
+        EXPECT_LT(reported_nmse(what + " vs cpu", h, as_double(r)), 1e-12) << what;
     }
 }
 

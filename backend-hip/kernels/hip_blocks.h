@@ -1,0 +1,231 @@
+#pragma once
+// Whole-block weight decode for the fast matmul kernels. A row of a weight is a sequence of
+// "units" (one quant block, a 64-weight chunk of a K-quant super-block, or 32 plain halves);
+// load() reads one unit's bytes into registers with the widest loads its alignment allows
+// (16-byte loads for F16/BF16/Q4_K/Q5_K, whose blocks are 16-byte multiples; 2-byte loads for
+// Q4_0/Q8_0/Q6_K, whose 18/34/210-byte blocks are only 2-byte aligned), and piece(p) decodes
+// the 8 consecutive weights 8p..8p+7 of the unit from those registers.
+// Layouts are ggml's; the per-element reference is load_weight() in hip_decode.h.
+#include <cstdint>
+
+#include "hip_decode.h"
+
+namespace tandem::hip {
+
+// f16 bits -> f32 without branches for normal and subnormal values (exact: the 2^112 product
+// rebiases the exponent; subnormal halves land on exact f32 values); inf/nan kept.
+__device__ inline float f16_fast(uint32_t h) {
+    const uint32_t m = (h & 0x7fffu) << 13;
+    float f = __uint_as_float(m) * __uint_as_float(0x77800000u);  // 2^112
+    if ((h & 0x7c00u) == 0x7c00u) f = __uint_as_float(0x7f800000u | m);
+    return (h & 0x8000u) ? -f : f;
+}
+
+// 32-bit word i of a 2-byte aligned byte range.
+__device__ inline uint32_t word16(const uint16_t* p, int i) {
+    return uint32_t(p[2 * i]) | (uint32_t(p[2 * i + 1]) << 16);
+}
+
+template <DType T>
+struct Blocks {
+    static constexpr bool kFast = false;
+};
+
+template <>
+struct Blocks<DType::F16> {
+    static constexpr bool kFast = true, kWide = true;
+    static constexpr int kWeights = 32, kBytes = 64;
+    struct Raw {
+        uint4 v[4];
+    };
+    __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
+        const auto* p = reinterpret_cast<const uint4*>(row + u * kBytes);
+        for (int i = 0; i < 4; ++i) r.v[i] = p[i];
+    }
+    __device__ static void piece(const Raw& r, int p, float* w) {
+        const uint32_t q[4] = {r.v[p].x, r.v[p].y, r.v[p].z, r.v[p].w};
+        for (int i = 0; i < 4; ++i) {
+            w[2 * i] = f16_fast(q[i] & 0xffffu);
+            w[2 * i + 1] = f16_fast(q[i] >> 16);
+        }
+    }
+};
+
+template <>
+struct Blocks<DType::BF16> {
+    static constexpr bool kFast = true, kWide = true;
+    static constexpr int kWeights = 32, kBytes = 64;
+    using Raw = Blocks<DType::F16>::Raw;
+    __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
+        Blocks<DType::F16>::load(row, u, r);
+    }
+    __device__ static void piece(const Raw& r, int p, float* w) {
+        const uint32_t q[4] = {r.v[p].x, r.v[p].y, r.v[p].z, r.v[p].w};
+        for (int i = 0; i < 4; ++i) {
+            w[2 * i] = __uint_as_float(q[i] << 16);
+            w[2 * i + 1] = __uint_as_float(q[i] & 0xffff0000u);
+        }
+    }
+};
+
+// {d, qs[16]}: weight j < 16 is the low nibble of qs[j], j >= 16 the high nibble of qs[j-16].
+template <>
+struct Blocks<DType::Q4_0> {
+    static constexpr bool kFast = true, kWide = false;
+    static constexpr int kWeights = 32, kBytes = 18;
+    struct Raw {
+        uint32_t q[4];
+        float d;
+    };
+    __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
+        const auto* h = reinterpret_cast<const uint16_t*>(row + u * kBytes);
+        r.d = f16_fast(h[0]);
+        for (int i = 0; i < 4; ++i) r.q[i] = word16(h + 1, i);
+    }
+    __device__ static void piece(const Raw& r, int p, float* w) {
+        const int shift = p >= 2 ? 4 : 0;
+        const uint32_t a = r.q[2 * (p & 1)] >> shift, b = r.q[2 * (p & 1) + 1] >> shift;
+        for (int i = 0; i < 4; ++i) {
+            w[i] = r.d * float(int((a >> (8 * i)) & 0xFu) - 8);
+            w[4 + i] = r.d * float(int((b >> (8 * i)) & 0xFu) - 8);
+        }
+    }
+};
+
+// {d, int8 qs[32]}.
+template <>
+struct Blocks<DType::Q8_0> {
+    static constexpr bool kFast = true, kWide = false;
+    static constexpr int kWeights = 32, kBytes = 34;
+    struct Raw {
+        uint32_t q[8];
+        float d;
+    };
+    __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
+        const auto* h = reinterpret_cast<const uint16_t*>(row + u * kBytes);
+        r.d = f16_fast(h[0]);
+        for (int i = 0; i < 8; ++i) r.q[i] = word16(h + 1, i);
+    }
+    __device__ static void piece(const Raw& r, int p, float* w) {
+        for (int i = 0; i < 4; ++i) {
+            w[i] = r.d * float(int8_t(uint8_t(r.q[2 * p] >> (8 * i))));
+            w[4 + i] = r.d * float(int8_t(uint8_t(r.q[2 * p + 1] >> (8 * i))));
+        }
+    }
+};
+
+// Q4_K/Q5_K super-block of 256: {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}. Unit = chunk c
+// of 64 weights: qs[32c..32c+32), low nibbles are sub-block 2c, high nibbles sub-block 2c+1;
+// Q5_K adds bit (2c or 2c+1) of qh[l] as the fifth bit.
+template <bool Five>
+struct BlocksK45 {
+    static constexpr bool kFast = true, kWide = true;
+    static constexpr int kWeights = 64, kSuper = Five ? 176 : 144;
+    struct Raw {
+        uint32_t q[8];
+        uint32_t h[Five ? 8 : 1];
+        float d0, m0, d1, m1;
+        int hbit;
+    };
+    __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
+        const int64_t kb = u / 4;
+        const int c = int(u % 4);
+        const uint8_t* blk = row + kb * kSuper;
+        const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
+        const uint32_t hw[4] = {hdr.x, hdr.y, hdr.z, hdr.w};
+        uint8_t sc[12];
+        for (int i = 0; i < 12; ++i) sc[i] = uint8_t(hw[1 + i / 4] >> (8 * (i % 4)));
+        const float d = f16_fast(hw[0] & 0xffffu), dmin = f16_fast(hw[0] >> 16);
+        int s, m;
+        k_scale_min(sc, 2 * c, s, m);
+        r.d0 = d * float(s);
+        r.m0 = dmin * float(m);
+        k_scale_min(sc, 2 * c + 1, s, m);
+        r.d1 = d * float(s);
+        r.m1 = dmin * float(m);
+        const auto* qs = reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * c);
+        const uint4 a = qs[0], b = qs[1];
+        r.q[0] = a.x, r.q[1] = a.y, r.q[2] = a.z, r.q[3] = a.w;
+        r.q[4] = b.x, r.q[5] = b.y, r.q[6] = b.z, r.q[7] = b.w;
+        r.hbit = 2 * c;
+        if constexpr (Five) {
+            const auto* qh = reinterpret_cast<const uint4*>(blk + 16);
+            const uint4 e = qh[0], f = qh[1];
+            r.h[0] = e.x, r.h[1] = e.y, r.h[2] = e.z, r.h[3] = e.w;
+            r.h[4] = f.x, r.h[5] = f.y, r.h[6] = f.z, r.h[7] = f.w;
+        }
+    }
+    __device__ static void piece(const Raw& r, int p, float* w) {
+        const bool hi = p >= 4;
+        const int b = 2 * (p & 3);  // first of the two qs words (bytes 8(p%4)..)
+        const int shift = hi ? 4 : 0;
+        const float d = hi ? r.d1 : r.d0, m = hi ? r.m1 : r.m0;
+        for (int half = 0; half < 2; ++half) {
+            const uint32_t q = r.q[b + half] >> shift;
+            for (int i = 0; i < 4; ++i) {
+                int v = int((q >> (8 * i)) & 0xFu);
+                if constexpr (Five)
+                    v += int((r.h[b + half] >> (8 * i + r.hbit + (hi ? 1 : 0))) & 1u) << 4;
+                w[4 * half + i] = d * float(v) - m;
+            }
+        }
+    }
+};
+template <>
+struct Blocks<DType::Q4_K> : BlocksK45<false> {};
+template <>
+struct Blocks<DType::Q5_K> : BlocksK45<true> {};
+
+// Q6_K super-block of 256 (210 bytes): {ql[128], qh[64], int8 scales[16], d}. Unit = quarter q
+// of half h (32 weights): low 4 bits from ql[64h + 32(q&1) + l] (high nibble when q >= 2), top
+// 2 bits from bits 2q of qh[32h + l]; scale sc[8h + 2q + l/16].
+template <>
+struct Blocks<DType::Q6_K> {
+    static constexpr bool kFast = true, kWide = false;
+    static constexpr int kWeights = 32;
+    struct Raw {
+        uint32_t ql[8], qh[8];
+        float s0, s1;
+        int shl, shh;
+    };
+    __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
+        const int64_t kb = u / 8;
+        const int h = int(u / 4 % 2), q = int(u % 4);
+        const uint8_t* blk = row + kb * 210;
+        const auto* ql = reinterpret_cast<const uint16_t*>(blk + 64 * h + 32 * (q & 1));
+        const auto* qh = reinterpret_cast<const uint16_t*>(blk + 128 + 32 * h);
+        for (int i = 0; i < 8; ++i) r.ql[i] = word16(ql, i), r.qh[i] = word16(qh, i);
+        const uint16_t sc = *reinterpret_cast<const uint16_t*>(blk + 192 + 8 * h + 2 * q);
+        const float d = f16_fast(*reinterpret_cast<const uint16_t*>(blk + 208));
+        r.s0 = d * float(int8_t(uint8_t(sc & 0xffu)));
+        r.s1 = d * float(int8_t(uint8_t(sc >> 8)));
+        r.shl = q >= 2 ? 4 : 0;
+        r.shh = 2 * q;
+    }
+    __device__ static void piece(const Raw& r, int p, float* w) {
+        const float s = p < 2 ? r.s0 : r.s1;
+        for (int half = 0; half < 2; ++half) {
+            const uint32_t lo = r.ql[2 * p + half] >> r.shl, hi = r.qh[2 * p + half] >> r.shh;
+            for (int i = 0; i < 4; ++i) {
+                const int v = int((lo >> (8 * i)) & 0xFu) | (int((hi >> (8 * i)) & 3u) << 4);
+                w[4 * half + i] = s * float(v - 32);
+            }
+        }
+    }
+};
+
+// Weights k..k+7 of a row (k a multiple of 8): whole-unit decode where Blocks<T> has one, else
+// element by element.
+template <DType T>
+__device__ inline void decode8(const uint8_t* row, int64_t k, float* w) {
+    if constexpr (Blocks<T>::kFast) {
+        using B = Blocks<T>;
+        typename B::Raw r;
+        B::load(row, k / B::kWeights, r);
+        B::piece(r, int(k % B::kWeights) / 8, w);
+    } else {
+        for (int i = 0; i < 8; ++i) w[i] = load_weight<T>(row, k + i);
+    }
+}
+
+}  // namespace tandem::hip

@@ -1,0 +1,125 @@
+#pragma once
+// Device helpers shared by the HIP kernels: per-element weight decode (the generic, simple path),
+// block and 32-lane reductions, and the X-macro of the weight types the kernels read.
+// Included by .hip files only.
+#include <cstdint>
+
+#include "hip_weight_types.h"
+#include "tandem/common/dtype.h"
+
+// The weight types the kernels read, as an X-macro over DType names.
+#define TANDEM_HIP_WEIGHT_TYPES(X) \
+    X(F32) X(F16) X(BF16) X(Q4_0) X(Q4_1) X(Q5_0) X(Q5_1) X(Q8_0) X(Q4_K) X(Q5_K) X(Q6_K)
+
+namespace tandem::hip {
+
+// Sum of v over the block (blockDim.x == Block, a power of two); every thread gets the result.
+// Shared memory, not shuffles, so it holds for wave32 and wave64 alike.
+template <int Block>
+__device__ inline float block_sum(float v, float* sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int stride = Block / 2; stride > 0; stride >>= 1) {
+        if (static_cast<int>(threadIdx.x) < stride) sh[threadIdx.x] += sh[threadIdx.x + stride];
+        __syncthreads();
+    }
+    const float r = sh[0];
+    __syncthreads();
+    return r;
+}
+
+// Lanes are grouped in 32s for the matvec kernels: a 32-lane group is a whole warp on NVIDIA and
+// RDNA (wave32) and half a wave on CDNA (wave64); width-32 shuffles stay inside the group on
+// both, so the same code is correct for either wave size (TANDEM_WARP_SIZE is 32 or 64).
+constexpr int kLaneGroup = 32;
+
+__device__ inline float group_sum(float v) {
+    for (int off = kLaneGroup / 2; off > 0; off >>= 1) {
+#if defined(TANDEM_HIP_ON_CUDA)
+        v += __shfl_xor_sync(0xffffffffu, v, off, kLaneGroup);
+#else
+        v += __shfl_xor(v, off, kLaneGroup);
+#endif
+    }
+    return v;
+}
+
+__device__ inline float half_at(const uint8_t* p) {
+    return f16_bits_to_f32(uint16_t(p[0] | (p[1] << 8)));
+}
+
+// The 6-bit (scale, min) pair of sub-block `sub` (0..7) of a Q4_K/Q5_K super-block; sc points
+// at the 12 packed bytes.
+__device__ inline void k_scale_min(const uint8_t* sc, int sub, int& scale, int& mn) {
+    if (sub < 4) {
+        scale = sc[sub] & 63;
+        mn = sc[sub + 4] & 63;
+    } else {
+        scale = (sc[sub + 4] & 0xF) | ((sc[sub - 4] >> 6) << 4);
+        mn = (sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4);
+    }
+}
+
+// Element i of a weight row in type T. Block types follow ggml's layouts (32 weights per block,
+// f16 scale first; K-quants 256 per super-block). One element at a time: the generic path for
+// odd shapes and the rarer types; the matvec/tiled kernels decode whole blocks.
+template <DType T>
+__device__ inline float load_weight(const uint8_t* row, int64_t i) {
+    if constexpr (T == DType::F32) return reinterpret_cast<const float*>(row)[i];
+    if constexpr (T == DType::F16)
+        return f16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+    if constexpr (T == DType::BF16)
+        return bf16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
+    const int64_t b = i / 32, j = i % 32;
+    if constexpr (T == DType::Q8_0) {  // {d, int8 q[32]}
+        const uint8_t* blk = row + b * 34;
+        return half_at(blk) * float(static_cast<int8_t>(blk[2 + j]));
+    }
+    if constexpr (T == DType::Q4_0 ||
+                  T == DType::Q4_1) {  // {d, (m), nibbles: low = j, high = j+16}
+        const int hdr = T == DType::Q4_0 ? 2 : 4;
+        const uint8_t* blk = row + b * (hdr + 16);
+        const int q = j < 16 ? (blk[hdr + j] & 0xF) : (blk[hdr + j - 16] >> 4);
+        if constexpr (T == DType::Q4_0) return half_at(blk) * float(q - 8);
+        return half_at(blk) * float(q) + half_at(blk + 2);
+    }
+    if constexpr (T == DType::Q5_0 || T == DType::Q5_1) {  // {d, (m), qh: bit j = 5th bit, nibbles}
+        const int hdr = T == DType::Q5_0 ? 2 : 4;
+        const uint8_t* blk = row + b * (hdr + 20);
+        const uint32_t qh = uint32_t(blk[hdr]) | (uint32_t(blk[hdr + 1]) << 8) |
+                            (uint32_t(blk[hdr + 2]) << 16) | (uint32_t(blk[hdr + 3]) << 24);
+        const int lo = j < 16 ? (blk[hdr + 4 + j] & 0xF) : (blk[hdr + 4 + j - 16] >> 4);
+        const int q = lo | int(((qh >> j) & 1u) << 4);
+        if constexpr (T == DType::Q5_0) return half_at(blk) * float(q - 16);
+        return half_at(blk) * float(q) + half_at(blk + 2);
+    }
+    if constexpr (T == DType::Q4_K || T == DType::Q5_K) {
+        // 256 weights: {d, dmin, 12 bytes of 6-bit (scale, min) pairs, (qh[32]), qs[128]};
+        // chunk c of 64 weights uses qs[32c..], low nibbles first, then high.
+        const int64_t kb = i / 256, k = i % 256, sub = k / 32, l = k % 32, c = k / 64;
+        const uint8_t* blk = row + kb * (T == DType::Q4_K ? 144 : 176);
+        int scale, mn;
+        k_scale_min(blk + 4, int(sub), scale, mn);
+        const uint8_t* qs = blk + (T == DType::Q4_K ? 16 : 48);
+        int q = (sub % 2) ? (qs[32 * c + l] >> 4) : (qs[32 * c + l] & 0xF);
+        if constexpr (T == DType::Q5_K) q += ((blk[16 + l] >> sub) & 1) << 4;
+        return half_at(blk) * float(scale) * float(q) - half_at(blk + 2) * float(mn);
+    }
+    if constexpr (T == DType::Q6_K) {
+        // 256 weights: {ql[128], qh[64], int8 scales[16], d}; two halves of 128, each four
+        // quarters of 32 sharing ql/qh bytes.
+        const int64_t kb = i / 256, k = i % 256, half = k / 128, r = k % 128, quarter = r / 32,
+                      l = r % 32;
+        const uint8_t* blk = row + kb * 210;
+        const uint8_t* ql = blk + half * 64;
+        const uint8_t* qh = blk + 128 + half * 32;
+        const auto* sc = reinterpret_cast<const int8_t*>(blk + 192 + half * 8);
+        const int lo = quarter & 1 ? ql[l + 32] : ql[l];
+        const int nib = quarter >= 2 ? (lo >> 4) : (lo & 0xF);
+        const int q = (nib | (((qh[l] >> (2 * quarter)) & 3) << 4)) - 32;
+        return half_at(blk + 208) * float(sc[l / 16 + 2 * quarter]) * float(q);
+    }
+    return 0.0f;
+}
+
+}  // namespace tandem::hip
