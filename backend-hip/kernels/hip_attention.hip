@@ -54,9 +54,11 @@ __global__ void k_rope(const float* x, const int32_t* pos, int64_t n_head, int64
     for (int64_t i = n_rot + threadIdx.x; i < head_dim; i += blockDim.x) o[i] = xr[i];
 }
 
-// grid (n_tokens); writes row n_past + t of the cache.
-__global__ void k_kv_store(const float* src, int64_t width, int f16, void* cache, int32_t n_past) {
-    const int64_t t = blockIdx.x, row = int64_t(n_past) + t;
+// grid (n_tokens); writes row n_past + t of the cache. n_past is read from device memory so a
+// captured step graph replays at the next position.
+__global__ void k_kv_store(const float* src, int64_t width, int f16, void* cache,
+                           const int32_t* n_past) {
+    const int64_t t = blockIdx.x, row = int64_t(*n_past) + t;
     const float* s = src + t * width;
     for (int64_t i = threadIdx.x; i < width; i += blockDim.x) {
         if (f16)
@@ -75,12 +77,12 @@ __device__ inline float kv_at(const void* cache, int f16, int64_t idx) {
 // then owns output dims i, i + kTile, ...
 __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, int64_t hd,
                             int64_t window, float scale, float softcap, const void* kc,
-                            const void* vc, int f16, int32_t n_past, float* out) {
+                            const void* vc, int f16, const int32_t* n_past, float* out) {
     __shared__ float sh[kTile];
     __shared__ float p[kTile];
     const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
     const int64_t kvh = h / (n_head / n_kv_head), kv_width = n_kv_head * hd;
-    const int64_t pos = int64_t(n_past) + t;
+    const int64_t pos = int64_t(*n_past) + t;
     const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
     const float* qh = q + (t * n_head + h) * hd;
     float acc[kMaxDimsPerThread] = {0, 0, 0, 0};
@@ -144,23 +146,22 @@ void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t w
 }
 
 void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16, void* cache,
-                     int32_t n_past, hipStream_t s) {
-    launch_require(src && cache, "kv_store", "null tensor");
-    launch_require(width > 0 && n_tokens >= 0 && n_tokens <= kMaxGridX && n_past >= 0, "kv_store",
-                   "width " + std::to_string(width) + ", " + std::to_string(n_tokens) +
-                       " tokens at " + std::to_string(n_past));
+                     const int32_t* n_past, hipStream_t s) {
+    launch_require(src && cache && n_past, "kv_store", "null tensor");
+    launch_require(width > 0 && n_tokens >= 0 && n_tokens <= kMaxGridX, "kv_store",
+                   "width " + std::to_string(width) + ", " + std::to_string(n_tokens) + " tokens");
     if (n_tokens <= 0) return;
     hipLaunchKernelGGL(k_kv_store, dim3(static_cast<unsigned>(n_tokens)), dim3(256), 0, s, src,
                        width, f16 ? 1 : 0, cache, n_past);
 }
 
-void launch_attention(const float* q, int64_t n_tokens, int32_t n_past, int64_t n_head,
+void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, int64_t n_head,
                       int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
                       float softcap, const void* k_cache, const void* v_cache, bool f16, float* out,
                       hipStream_t s) {
     launch_require(q && k_cache && v_cache && out, "attention", "null tensor");
     launch_require(head_dim > 0 && head_dim <= attention_max_head_dim() && n_kv_head > 0 &&
-                       n_head % n_kv_head == 0 && window >= 0 && n_past >= 0,
+                       n_head % n_kv_head == 0 && window >= 0 && n_past,
                    "attention",
                    std::to_string(n_head) + " heads, " + std::to_string(n_kv_head) +
                        " KV heads, head_dim " + std::to_string(head_dim));

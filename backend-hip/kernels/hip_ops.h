@@ -58,12 +58,14 @@ namespace tandem::hip {
 void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t width,
                  int64_t head_dim, int64_t n_rot, bool neox, float freq_base, float freq_scale,
                  const float* factors, float* out, hipStream_t s);
-// Writes src [n_tokens, width] into cache rows n_past.. (f16 rounded to nearest even, or f32).
+// Writes src [n_tokens, width] into cache rows *n_past.. (f16 rounded to nearest even, or f32).
+// n_past points at device memory (the step's io buffer): a replayed graph reads the new value;
+// the host checks the range before enqueueing.
 void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16, void* cache,
-                     int32_t n_past, hipStream_t s);
-// Causal attention of q [n_tokens, n_head*head_dim] at positions n_past.. over cache rows
-// 0..n_past+n_tokens-1 (GQA, window 0 = none, softcap 0 = none).
-void launch_attention(const float* q, int64_t n_tokens, int32_t n_past, int64_t n_head,
+                     const int32_t* n_past, hipStream_t s);
+// Causal attention of q [n_tokens, n_head*head_dim] at positions *n_past.. over cache rows
+// 0..*n_past+n_tokens-1 (GQA, window 0 = none, softcap 0 = none); n_past as for kv_store.
+void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, int64_t n_head,
                       int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
                       float softcap, const void* k_cache, const void* v_cache, bool f16, float* out,
                       hipStream_t s);

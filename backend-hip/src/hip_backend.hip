@@ -1,13 +1,19 @@
-// HIP backend: device buffers, step staging and node dispatch. Kernels live in kernels/.
+// HIP backend: device buffers, step staging, node dispatch, step-graph replay and, on APUs,
+// weights used in place from the file mapping. Kernels live in kernels/.
 #if !defined(TANDEM_HIP_ON_CUDA)
 #include <hip/hip_runtime.h>
 #endif
+#include <unistd.h>
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "hip_backend.h"
+#include "hip_buffers.h"
+#include "hip_host_ranges.h"
 #include "hip_ops.h"
 #include "tandem/backend/collective.h"
 #include "tandem/common/error.h"
@@ -15,70 +21,31 @@
 namespace tandem::hip {
 namespace {
 
-void check(hipError_t e, const char* what) {
-    if (e != hipSuccess)
-        throw Error(std::string("hip backend: ") + what + ": " + hipGetErrorString(e));
-}
-
-// One device allocation, freed with its owner.
-class DeviceBuffer {
-  public:
-    DeviceBuffer() = default;
-    explicit DeviceBuffer(uint64_t n) : size_(n) {
-        check(hipMalloc(&ptr_, n ? n : 1),
-              ("allocating " + std::to_string(n) + " device bytes").c_str());
-    }
-    DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), size_(o.size_) {
-        o.ptr_ = nullptr;
-        o.size_ = 0;
-    }
-    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
-        if (this != &o) {
-            release();
-            ptr_ = o.ptr_;
-            size_ = o.size_;
-            o.ptr_ = nullptr;
-            o.size_ = 0;
-        }
-        return *this;
-    }
-    ~DeviceBuffer() { release(); }
-    uint8_t* data() const { return static_cast<uint8_t*>(ptr_); }
-    uint64_t size() const { return size_; }
-
-  private:
-    void release() {
-        if (ptr_) (void)hipFree(ptr_);
-        ptr_ = nullptr;
-    }
-    void* ptr_ = nullptr;
-    uint64_t size_ = 0;
-};
-
-// Pinned host memory for staging step inputs and outputs (async copies need it).
-class PinnedBuffer {
-  public:
-    ~PinnedBuffer() {
-        if (ptr_) (void)hipHostFree(ptr_);
-    }
-    uint8_t* reserve(uint64_t n) {
-        if (n <= size_) return static_cast<uint8_t*>(ptr_);
-        if (ptr_) (void)hipHostFree(ptr_);
-        ptr_ = nullptr;
-        size_ = 0;
-        check(hipHostMalloc(&ptr_, n, hipHostMallocDefault), "allocating pinned staging");
-        size_ = n;
-        return static_cast<uint8_t*>(ptr_);
-    }
-
-  private:
-    void* ptr_ = nullptr;
-    uint64_t size_ = 0;
-};
-
 uint64_t align_up(uint64_t n, uint64_t a) {
     return (n + a - 1) / a * a;
 }
+
+// "0"/"1" switches for A/B runs and for exercising the unified-memory path on discrete GPUs.
+int env_switch(const char* name, int dflt) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return dflt;
+    return std::string(v) == "0" ? 0 : 1;
+}
+
+// FNV-1a over the bytes of a value: the key of a captured step graph.
+struct Fnv {
+    uint64_t h = 1469598103934665603ull;
+    template <class T>
+    void add(const T& v) {
+        const auto* p = reinterpret_cast<const unsigned char*>(&v);
+        for (size_t i = 0; i < sizeof(T); ++i) h = (h ^ p[i]) * 1099511628211ull;
+    }
+};
+
+// Bytes 0..255 of the step's device io buffer hold n_past (kv_store and attention read it
+// there, so a replayed graph sees the step's position); inputs and outputs follow.
+constexpr uint64_t kNPastBytes = 256;
+constexpr size_t kMaxGraphs = 16;
 
 class HipBackend final : public Backend {
   public:
@@ -86,30 +53,47 @@ class HipBackend final : public Backend {
         check(hipSetDevice(info_.index), "selecting the device");
         check(hipStreamCreate(&stream_), "creating the stream");
         check(hipEventCreate(&done_), "creating the step event");
+        graphs_enabled_ = env_switch("TANDEM_HIP_GRAPHS", 1) != 0;
+        host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
     }
     ~HipBackend() override {
         (void)hipStreamSynchronize(stream_);
+        drop_graphs();
+        unmap_host_weights();
         (void)hipEventDestroy(done_);
         (void)hipStreamDestroy(stream_);
     }
     const DeviceInfo& device() const override { return info_; }
     bool can_compute() const override { return true; }
 
-    void upload_weight(int slot, const WeightDesc& w, bool) override {
+    void upload_weight(int slot, const WeightDesc& w, bool keep_host) override {
         if (slot < 0) throw Error("hip backend: negative weight slot for '" + w.name + "'");
         if (w.nbytes > 0 && !w.data)
             throw Error("hip backend: weight '" + w.name + "' has no data");
+        drop_graphs();
         if (static_cast<size_t>(slot) >= weights_.size()) weights_.resize(slot + 1);
         Weight& dst = weights_[slot];
-        weight_bytes_ -= dst.buf.size();
+        weight_bytes_ -= dst.desc.nbytes;
         dst.desc = w;
+        dst.buf = DeviceBuffer();
+        dst.dev = nullptr;
+        dst.host = nullptr;
+        weight_bytes_ += w.nbytes;
+        if (host_weights_ && keep_host && w.nbytes > 0) {
+            // Used in place: registered with the runtime (merged page ranges) before the next
+            // step, see map_host_weights().
+            dst.host = static_cast<const uint8_t*>(w.data);
+            host_map_stale_ = true;
+            return;
+        }
         dst.buf = DeviceBuffer(w.nbytes);
+        dst.dev = dst.buf.data();
         check(hipMemcpy(dst.buf.data(), w.data, w.nbytes, hipMemcpyHostToDevice),
               ("uploading weight '" + w.name + "'").c_str());
-        weight_bytes_ += w.nbytes;
     }
 
     void allocate_kv(const std::vector<KvDesc>& kv) override {
+        drop_graphs();
         kv_.clear();
         kv_bytes_ = 0;
         for (const auto& d : kv) {
@@ -128,6 +112,7 @@ class HipBackend final : public Backend {
 
     void reserve_scratch(uint64_t bytes) override {
         if (bytes <= scratch_.size()) return;
+        drop_graphs();
         scratch_ = DeviceBuffer(bytes);
     }
 
@@ -135,13 +120,21 @@ class HipBackend final : public Backend {
     uint64_t weight_bytes() const override { return weight_bytes_; }
     uint64_t kv_bytes() const override { return kv_bytes_; }
     uint64_t scratch_bytes() const override { return scratch_.size(); }
+    // Staging, step io, MoE hidden rows. (No `override`: the base declares these in newer
+    // revisions of backend.h; -Wno-inconsistent-missing-override keeps both building.)
+    virtual uint64_t other_bytes() const { return io_dev_.size() + moe_scratch_.size(); }
+    // Bytes/s read + written by one large device-to-device copy (hipMemcpy D2D, 1 GiB or a
+    // quarter of the free memory), measured once: decode's yardstick.
+    virtual double copy_bandwidth();
 
     void compute(const Graph& g, const StepIO& io) override;
 
   private:
     struct Weight {
         WeightDesc desc;
-        DeviceBuffer buf;
+        DeviceBuffer buf;               // own copy in device memory, or
+        const uint8_t* host = nullptr;  // the caller's bytes, used in place once mapped
+        const uint8_t* dev = nullptr;   // what kernels read
     };
     struct Kv {
         KvDesc desc;
@@ -150,8 +143,16 @@ class HipBackend final : public Backend {
 
     uint8_t* data_of(const Graph& g, TensorId id) const;
     const Weight& weight_of(const Graph& g, TensorId id) const;
-    void stage_io(const Graph& g, const StepIO& io);
-    void run_node(const Graph& g, const Node& n, const StepIO& io);
+    const int32_t* n_past_dev() const { return reinterpret_cast<const int32_t*>(io_dev_.data()); }
+    void layout_io(const Graph& g, const StepIO& io);
+    void host_checks(const Graph& g, const StepIO& io) const;
+    void enqueue_step(const Graph& g);
+    hipGraphExec_t step_graph(const Graph& g);
+    uint64_t step_key(const Graph& g) const;
+    void drop_graphs();
+    void map_host_weights();
+    void unmap_host_weights();
+    void run_node(const Graph& g, const Node& n);
     void check_node(const Graph& g, const Node& n) const;
     bool multi_rank() const { return collective_ && collective_->n_ranks() > 1; }
     void host_collective(const Graph& g, const Node& n);
@@ -166,18 +167,32 @@ class HipBackend final : public Backend {
     PinnedBuffer collective_host_;
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;
-    // Step inputs and outputs live in one device buffer at the offsets below.
+    // Step inputs and outputs live in one device buffer (after n_past) and one pinned buffer,
+    // at the same offsets.
     DeviceBuffer io_dev_;
     PinnedBuffer staging_;
     std::vector<uint64_t> in_off_, out_off_;
+    uint64_t in_end_ = kNPastBytes;  // n_past and inputs: [0, in_end_)
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
     Collective* collective_ = nullptr;
+    // Captured steps by key (most recent last); a key is captured the second time it is seen,
+    // so one-off prefill shapes run eagerly.
+    struct CapturedStep {
+        uint64_t key;
+        hipGraphExec_t exec;
+    };
+    std::vector<CapturedStep> graphs_;
+    std::vector<uint64_t> seen_keys_;
+    bool graphs_enabled_ = true;
+    // Unified memory: registered page ranges of the weights used in place.
+    bool host_weights_ = false, host_map_stale_ = false;
+    std::vector<HostRange> host_ranges_;
+    double copy_bw_ = -1;
 };
 
 const HipBackend::Weight& HipBackend::weight_of(const Graph& g, TensorId id) const {
     const GraphTensor& t = g.tensor(id);
-    if (t.slot < 0 || static_cast<size_t>(t.slot) >= weights_.size() ||
-        !weights_[t.slot].buf.data())
+    if (t.slot < 0 || static_cast<size_t>(t.slot) >= weights_.size() || !weights_[t.slot].dev)
         throw Error("hip backend: weight '" + t.name + "' was never uploaded");
     const Weight& w = weights_[t.slot];
     if (w.desc.type != t.type || w.desc.ne != t.ne)
@@ -190,7 +205,7 @@ uint8_t* HipBackend::data_of(const Graph& g, TensorId id) const {
     const auto slot = static_cast<size_t>(t.slot);
     switch (t.role) {
         case TensorRole::Weight:
-            return weight_of(g, id).buf.data();
+            return const_cast<uint8_t*>(weight_of(g, id).dev);
         case TensorRole::KvCache:
             if (t.slot < 0 || slot >= kv_.size())
                 throw Error("hip backend: KV tensor '" + t.name + "' was never allocated");
@@ -209,9 +224,137 @@ uint8_t* HipBackend::data_of(const Graph& g, TensorId id) const {
     return nullptr;
 }
 
-// Lays the step's inputs and outputs out in one device buffer and one pinned buffer, and copies
-// the inputs host -> pinned -> device (async, on the step stream).
-void HipBackend::stage_io(const Graph& g, const StepIO& io) {
+// Unified memory: registers the page ranges of every weight used in place (merged, only the
+// weights this backend was given) and points each weight into its range's device mapping.
+// Where the runtime refuses (no HMM/userptr support for the mapping, or the driver needs write
+// access), the weights are copied to device memory instead, with one line on stderr.
+void HipBackend::map_host_weights() {
+    if (!host_map_stale_) return;
+    host_map_stale_ = false;
+    drop_graphs();
+    unmap_host_weights();
+    std::vector<HostRange> used;
+    for (const Weight& w : weights_)
+        if (w.host) {
+            const auto b = reinterpret_cast<uintptr_t>(w.host);
+            used.push_back({b, b + w.desc.nbytes});
+        }
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    std::vector<HostRange> ranges = page_ranges(used, page);
+    std::vector<const uint8_t*> dev(ranges.size(), nullptr);
+    bool ok = true;
+    std::string why;
+    size_t done = 0;
+    for (; done < ranges.size() && ok; ++done) {
+        void* p = reinterpret_cast<void*>(ranges[done].begin);
+        const size_t n = ranges[done].end - ranges[done].begin;
+        hipError_t e = hipErrorNoDevice;
+#if defined(hipHostRegisterReadOnly) || defined(TANDEM_HIP_ON_CUDA)
+        e = hipHostRegister(p, n, hipHostRegisterMapped | hipHostRegisterReadOnly);
+        if (e != hipSuccess) (void)hipGetLastError();
+#endif
+        if (e != hipSuccess) e = hipHostRegister(p, n, hipHostRegisterMapped);
+        void* d = nullptr;
+        if (e == hipSuccess) {
+            e = hipHostGetDevicePointer(&d, p, 0);
+            if (e != hipSuccess) (void)hipHostUnregister(p);
+        }
+        if (e != hipSuccess) {
+            (void)hipGetLastError();
+            ok = false;
+            why = hipGetErrorString(e);
+            break;
+        }
+        dev[done] = static_cast<const uint8_t*>(d);
+    }
+    if (!ok) {
+        for (size_t i = 0; i < done; ++i)
+            (void)hipHostUnregister(reinterpret_cast<void*>(ranges[i].begin));
+        std::fprintf(stderr,
+                     "hip backend: cannot use the weights in place (%s); copying them to device "
+                     "memory\n",
+                     why.c_str());
+        for (Weight& w : weights_)
+            if (w.host) {
+                w.buf = DeviceBuffer(w.desc.nbytes);
+                check(hipMemcpy(w.buf.data(), w.host, w.desc.nbytes, hipMemcpyHostToDevice),
+                      ("uploading weight '" + w.desc.name + "'").c_str());
+                w.dev = w.buf.data();
+                w.host = nullptr;
+            }
+        return;
+    }
+    host_ranges_ = std::move(ranges);
+    for (Weight& w : weights_)
+        if (w.host) {
+            const int64_t r = range_holding(host_ranges_, reinterpret_cast<uintptr_t>(w.host));
+            w.dev = dev[size_t(r)] + (reinterpret_cast<uintptr_t>(w.host) - host_ranges_[r].begin);
+        }
+}
+
+void HipBackend::unmap_host_weights() {
+    for (const HostRange& r : host_ranges_)
+        (void)hipHostUnregister(reinterpret_cast<void*>(r.begin));
+    host_ranges_.clear();
+}
+
+double HipBackend::copy_bandwidth() {
+    if (copy_bw_ >= 0) return copy_bw_;
+    copy_bw_ = 0;
+    size_t free_b = 0, total_b = 0;
+    if (hipMemGetInfo(&free_b, &total_b) != hipSuccess) return 0;
+    const uint64_t n = std::min<uint64_t>(uint64_t(1) << 30, free_b / 4) & ~uint64_t(255);
+    if (n < (uint64_t(16) << 20)) return 0;
+    DeviceBuffer a(n), b(n);
+    hipEvent_t t0, t1;
+    check(hipEventCreate(&t0), "creating an event");
+    check(hipEventCreate(&t1), "creating an event");
+    check(hipMemcpyAsync(b.data(), a.data(), n, hipMemcpyDeviceToDevice, stream_), "copy");
+    const int reps = 10;
+    check(hipEventRecord(t0, stream_), "recording an event");
+    for (int i = 0; i < reps; ++i)
+        check(hipMemcpyAsync(b.data(), a.data(), n, hipMemcpyDeviceToDevice, stream_), "copy");
+    check(hipEventRecord(t1, stream_), "recording an event");
+    check(hipEventSynchronize(t1), "timing copies");
+    float ms = 0;
+    check(hipEventElapsedTime(&ms, t0, t1), "timing copies");
+    (void)hipEventDestroy(t0);
+    (void)hipEventDestroy(t1);
+    if (ms > 0) copy_bw_ = 2.0 * double(n) * reps / (double(ms) * 1e-3);  // read + written
+    return copy_bw_;
+}
+
+// Host-side checks of what the host holds (as the CPU backend does), before anything is
+// enqueued: token ids of the step's inputs, and the KV cache's room.
+void HipBackend::host_checks(const Graph& g, const StepIO& io) const {
+    for (const Node& n : g.nodes()) {
+        if (n.op == Op::GetRows) {
+            const GraphTensor& ids = g.tensor(n.src[1]);
+            const int64_t rows = g.tensor(n.src[0]).ne[1];
+            if (ids.role != TensorRole::Input || ids.slot < 0 ||
+                static_cast<size_t>(ids.slot) >= io.inputs.size() || !io.inputs[ids.slot])
+                continue;
+            const auto* h = static_cast<const int32_t*>(io.inputs[ids.slot]);
+            for (int64_t t = 0; t < g.tensor(n.out).rows(); ++t)
+                if (h[t] < 0 || h[t] >= rows)
+                    throw Error("get_rows: token id " + std::to_string(h[t]) +
+                                " outside the vocabulary (" + std::to_string(rows) + " rows)");
+        } else if (n.op == Op::KvStore) {
+            const GraphTensor& cache = g.tensor(n.src[1]);
+            const GraphTensor& src = g.tensor(n.src[0]);
+            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
+                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
+                            std::to_string(src.rows()) + " new tokens exceed the context of " +
+                            std::to_string(cache.rows()) + " (raise --ctx)");
+        } else if (n.op == Op::Attention) {
+            if (io.n_past < 0) throw Error("attention: negative n_past");
+        }
+    }
+}
+
+// Lays the step's n_past, inputs and outputs out in one device buffer and one pinned buffer (the
+// same offsets) and fills the pinned side; enqueue_step() copies it to the device.
+void HipBackend::layout_io(const Graph& g, const StepIO& io) {
     in_off_.assign(io.inputs.size(), 0);
     out_off_.assign(io.outputs.size(), 0);
     std::vector<uint64_t> in_bytes(io.inputs.size(), 0), out_bytes(io.outputs.size(), 0);
@@ -227,20 +370,110 @@ void HipBackend::stage_io(const Graph& g, const StepIO& io) {
             out_bytes[t.slot] = std::max(out_bytes[t.slot], t.nbytes());
         }
     }
-    uint64_t at = 0;
+    uint64_t at = kNPastBytes;
     for (size_t i = 0; i < in_bytes.size(); ++i)
         in_off_[i] = at, at = align_up(at + in_bytes[i], 256);
+    in_end_ = at;
     for (size_t i = 0; i < out_bytes.size(); ++i)
         out_off_[i] = at, at = align_up(at + out_bytes[i], 256);
     if (at > io_dev_.size()) io_dev_ = DeviceBuffer(at);
-    uint8_t* pinned = staging_.reserve(at ? at : 1);
-    for (size_t i = 0; i < in_bytes.size(); ++i) {
-        if (!in_bytes[i]) continue;
-        std::memcpy(pinned + in_off_[i], io.inputs[i], in_bytes[i]);
-        check(hipMemcpyAsync(io_dev_.data() + in_off_[i], pinned + in_off_[i], in_bytes[i],
-                             hipMemcpyHostToDevice, stream_),
-              "copying step inputs");
+    uint8_t* pinned = staging_.reserve(at);
+    std::memcpy(pinned, &io.n_past, sizeof io.n_past);
+    for (size_t i = 0; i < in_bytes.size(); ++i)
+        if (in_bytes[i]) std::memcpy(pinned + in_off_[i], io.inputs[i], in_bytes[i]);
+}
+
+// The whole step on the stream: n_past and inputs pinned -> device, every node, outputs
+// device -> pinned.
+void HipBackend::enqueue_step(const Graph& g) {
+    uint8_t* pinned = staging_.data();
+    // n_past and the inputs are contiguous at the front: one copy.
+    check(hipMemcpyAsync(io_dev_.data(), pinned, in_end_, hipMemcpyHostToDevice, stream_),
+          "copying step inputs");
+    for (const Node& n : g.nodes()) run_node(g, n);
+    for (const GraphTensor& t : g.tensors()) {
+        if (t.role != TensorRole::Output) continue;
+        check(hipMemcpyAsync(pinned + out_off_[t.slot], io_dev_.data() + out_off_[t.slot],
+                             t.nbytes(), hipMemcpyDeviceToHost, stream_),
+              "copying step outputs");
     }
+}
+
+uint64_t HipBackend::step_key(const Graph& g) const {
+    Fnv f;
+    for (const GraphTensor& t : g.tensors()) {
+        f.add(t.role);
+        f.add(t.type);
+        f.add(t.ne);
+        f.add(t.slot);
+        f.add(t.offset);
+    }
+    for (const Node& n : g.nodes()) {
+        f.add(n.op);
+        f.add(n.out);
+        f.add(n.src);
+        f.add(n.i);
+        f.add(n.f);
+    }
+    // Buffers the captured kernels and copies point into.
+    f.add(scratch_.data());
+    f.add(io_dev_.data());
+    f.add(staging_.data());
+    f.add(moe_scratch_.data());
+    return f.h;
+}
+
+void HipBackend::drop_graphs() {
+    for (const CapturedStep& c : graphs_) (void)hipGraphExecDestroy(c.exec);
+    graphs_.clear();
+    seen_keys_.clear();
+}
+
+// The step as a replayable graph: the cached one for this shape and these buffers, a fresh
+// capture the second time a key is seen, or nullptr (run it eagerly: first sighting, or the
+// runtime cannot capture, which turns graphs off for this backend).
+hipGraphExec_t HipBackend::step_graph(const Graph& g) {
+    const uint64_t key = step_key(g);
+    for (size_t i = 0; i < graphs_.size(); ++i)
+        if (graphs_[i].key == key) {
+            std::rotate(graphs_.begin() + i, graphs_.begin() + i + 1, graphs_.end());
+            return graphs_.back().exec;
+        }
+    if (std::find(seen_keys_.begin(), seen_keys_.end(), key) == seen_keys_.end()) {
+        seen_keys_.push_back(key);
+        if (seen_keys_.size() > 64) seen_keys_.erase(seen_keys_.begin());
+        return nullptr;
+    }
+    if (hipStreamBeginCapture(stream_, hipStreamCaptureModeThreadLocal) != hipSuccess) {
+        (void)hipGetLastError();
+        graphs_enabled_ = false;
+        return nullptr;
+    }
+    hipGraph_t graph = nullptr;
+    try {
+        enqueue_step(g);
+    } catch (...) {
+        (void)hipStreamEndCapture(stream_, &graph);
+        if (graph) (void)hipGraphDestroy(graph);
+        (void)hipGetLastError();
+        throw;
+    }
+    hipGraphExec_t exec = nullptr;
+    hipError_t e = hipStreamEndCapture(stream_, &graph);
+    if (e == hipSuccess) e = hipGraphInstantiateWithFlags(&exec, graph, 0);
+    if (graph) (void)hipGraphDestroy(graph);
+    if (e != hipSuccess || !exec) {
+        (void)hipGetLastError();
+        std::fprintf(stderr, "hip backend: step graphs off (%s)\n", hipGetErrorString(e));
+        graphs_enabled_ = false;
+        return nullptr;
+    }
+    if (graphs_.size() >= kMaxGraphs) {
+        (void)hipGraphExecDestroy(graphs_.front().exec);
+        graphs_.erase(graphs_.begin());
+    }
+    graphs_.push_back({key, exec});
+    return exec;
 }
 
 // Shapes and types a node needs here, checked before anything of the step is enqueued, so a
@@ -313,6 +546,7 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     if (g.scratch_bytes() > scratch_.size())
         throw Error("hip backend: graph needs " + std::to_string(g.scratch_bytes()) +
                     " scratch bytes, " + std::to_string(scratch_.size()) + " reserved");
+    map_host_weights();
     // Every node is checked, and the backend's own buffers sized, before anything is enqueued.
     uint64_t moe_floats = 0, collective_floats = 0;
     for (const Node& n : g.nodes()) {
@@ -327,21 +561,21 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                 collective_floats,
                 uint64_t(std::max(g.tensor(n.src[0]).n_elements(), g.tensor(n.out).n_elements())));
     }
+    host_checks(g, io);
     if (moe_floats * sizeof(float) > moe_scratch_.size())
         moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
     if (collective_floats) collective_host_.reserve(collective_floats * sizeof(float));
-    stage_io(g, io);
-    for (const Node& n : g.nodes()) run_node(g, n, io);
-    uint8_t* pinned = staging_.reserve(1);
-    for (const GraphTensor& t : g.tensors()) {
-        if (t.role != TensorRole::Output) continue;
-        check(hipMemcpyAsync(pinned + out_off_[t.slot], io_dev_.data() + out_off_[t.slot],
-                             t.nbytes(), hipMemcpyDeviceToHost, stream_),
-              "copying step outputs");
-    }
+    layout_io(g, io);
+    // Host collectives synchronise mid-step, which a captured graph cannot.
+    hipGraphExec_t exec = graphs_enabled_ && !multi_rank() ? step_graph(g) : nullptr;
+    if (exec)
+        check(hipGraphLaunch(exec, stream_), "launching the step graph");
+    else
+        enqueue_step(g);
     check(hipGetLastError(), "launching kernels");
     check(hipEventRecord(done_, stream_), "recording the step event");
     check(hipEventSynchronize(done_), "running the step");
+    const uint8_t* pinned = staging_.data();
     for (const GraphTensor& t : g.tensors())
         if (t.role == TensorRole::Output)
             std::memcpy(io.outputs[t.slot], pinned + out_off_[t.slot], t.nbytes());
@@ -388,7 +622,7 @@ void HipBackend::host_collective(const Graph& g, const Node& n) {
     check(hipStreamSynchronize(stream_), "copying collective output");
 }
 
-void HipBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
+void HipBackend::run_node(const Graph& g, const Node& n) {
     auto f32 = [&](TensorId id) { return reinterpret_cast<float*>(data_of(g, id)); };
     auto opt_f32 = [&](TensorId id) -> const float* { return id == kNoTensor ? nullptr : f32(id); };
     const GraphTensor& out = g.tensor(n.out);
@@ -416,24 +650,14 @@ void HipBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
         }
         case Op::GetRows: {
             const Weight& w = weight_of(g, n.src[0]);
-            const GraphTensor& ids = g.tensor(n.src[1]);
-            // Ids the host holds are checked here, as the CPU backend does.
-            if (ids.role == TensorRole::Input) {
-                const auto* h = static_cast<const int32_t*>(io.inputs[ids.slot]);
-                for (int64_t t = 0; t < out.rows(); ++t)
-                    if (h[t] < 0 || h[t] >= w.desc.ne[1])
-                        throw Error("get_rows: token id " + std::to_string(h[t]) +
-                                    " outside the vocabulary (" + std::to_string(w.desc.ne[1]) +
-                                    " rows)");
-            }
-            launch_get_rows(w.desc.type, w.buf.data(), w.desc.ne[0], w.desc.ne[1],
+            launch_get_rows(w.desc.type, w.dev, w.desc.ne[0], w.desc.ne[1],
                             reinterpret_cast<const int32_t*>(data_of(g, n.src[1])), out.rows(), y,
                             stream_);
             break;
         }
         case Op::MatMul: {
             const Weight& w = weight_of(g, n.src[0]);
-            launch_mat_mul(w.desc.type, w.buf.data(), w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
+            launch_mat_mul(w.desc.type, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
                            g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_);
             break;
         }
@@ -446,18 +670,14 @@ void HipBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
         case Op::KvStore: {
             const GraphTensor& cache = g.tensor(n.src[1]);
             const GraphTensor& src = g.tensor(n.src[0]);
-            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
-                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
-                            std::to_string(src.rows()) + " new tokens exceed the context of " +
-                            std::to_string(cache.rows()) + " (raise --ctx)");
             launch_kv_store(f32(n.src[0]), src.rows(), src.cols(), cache.type == DType::F16,
-                            data_of(g, n.src[1]), io.n_past, stream_);
+                            data_of(g, n.src[1]), n_past_dev(), stream_);
             break;
         }
         case Op::Attention: {
             const GraphTensor& kc = g.tensor(n.src[1]);
-            launch_attention(f32(n.src[0]), out.rows(), io.n_past, n.i[0], n.i[1], n.i[2], n.i[3],
-                             n.f[0], n.f[1], data_of(g, n.src[1]), data_of(g, n.src[2]),
+            launch_attention(f32(n.src[0]), out.rows(), n_past_dev(), n.i[0], n.i[1], n.i[2],
+                             n.i[3], n.f[0], n.f[1], data_of(g, n.src[1]), data_of(g, n.src[2]),
                              kc.type == DType::F16, y, stream_);
             break;
         }
@@ -471,9 +691,9 @@ void HipBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
             MoeFfnArgs a;
             a.x = f32(n.src[0]);
             a.route = f32(n.src[1]);
-            a.gate = gw.buf.data();
-            a.up = uw.buf.data();
-            a.down = dw.buf.data();
+            a.gate = gw.dev;
+            a.up = uw.dev;
+            a.down = dw.dev;
             a.gate_type = gw.desc.type;
             a.up_type = uw.desc.type;
             a.down_type = dw.desc.type;

@@ -24,6 +24,7 @@
 #define hipHostRegister cudaHostRegister
 #define hipHostUnregister cudaHostUnregister
 #define hipHostRegisterDefault cudaHostRegisterDefault
+#define hipHostRegisterMapped cudaHostRegisterMapped
 #define hipHostRegisterReadOnly cudaHostRegisterReadOnly
 #define hipHostGetDevicePointer cudaHostGetDevicePointer
 #define hipMemcpy cudaMemcpy
@@ -47,7 +48,9 @@
 #define hipStreamBeginCapture cudaStreamBeginCapture
 #define hipStreamEndCapture cudaStreamEndCapture
 #define hipStreamCaptureModeGlobal cudaStreamCaptureModeGlobal
+#define hipStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
 #define hipGraphInstantiate cudaGraphInstantiate
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
 #define hipGraphLaunch cudaGraphLaunch
 #define hipGraphExecDestroy cudaGraphExecDestroy
 #define hipGraphDestroy cudaGraphDestroy

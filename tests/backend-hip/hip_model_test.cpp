@@ -2,6 +2,7 @@
 // whole prompt (and stays as close to the transformers logits as the CPU backend does), and the
 // fixture's 24-token greedy continuation; half-precision and quantised weights with an f16 cache
 // stay close to the CPU backend. Skips without a GPU or without the fixtures.
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -110,6 +111,36 @@ TEST(HipModelsQuantised, HalfAndBlockWeightsWithF16CacheMatchCpu) {
         std::printf("gemma3-tiny %s: hip vs cpu %.2e\n", std::string(dtype_name(t)).c_str(), e);
         const bool half = t == DType::F16 || t == DType::BF16;
         EXPECT_LT(e, half ? 1e-4 : 3e-2) << dtype_name(t);
+    }
+}
+
+// The unified-memory path (APUs: weights registered with the runtime and read in place from the
+// file mapping), forced on a discrete GPU too, where the runtime maps host memory over the bus;
+// and eager steps (no graph replay). Both must give the CPU backend's logits and greedy tokens.
+TEST(HipModelsModes, WeightsInPlaceAndEagerStepsMatchCpu) {
+    TANDEM_HIP_OR_SKIP(probe);
+    probe.reset();
+    TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/qwen3moe-tiny");
+    const Reference ref = load_reference(dir);
+    auto model = engine::load_model(*tiny_gguf("qwen3moe-tiny", DType::F32));
+    auto cpu = engine_on("cpu", model, DType::F32);
+    std::vector<float> lc;
+    cpu->decode(ref.prompt, lc, true);
+    cpu->clear();
+    engine::GenerateOptions o;
+    o.max_tokens = 12;
+    const auto greedy_cpu = engine::generate(*cpu, ref.prompt, nullptr, o).ids;
+    for (const char* var : {"TANDEM_HIP_HOST_WEIGHTS", "TANDEM_HIP_GRAPHS"}) {
+        ::setenv(var, std::string(var) == "TANDEM_HIP_GRAPHS" ? "0" : "1", 1);
+        auto hip = engine_on("hip", model, DType::F32);
+        ::unsetenv(var);
+        std::vector<float> lh;
+        hip->decode(ref.prompt, lh, true);
+        const double e = max_rel_row_error(lh, lc, model->hp.n_vocab);
+        std::printf("qwen3moe-tiny with %s flipped: hip vs cpu %.2e\n", var, e);
+        EXPECT_LT(e, 1e-4) << var;
+        hip->clear();
+        EXPECT_EQ(engine::generate(*hip, ref.prompt, nullptr, o).ids, greedy_cpu) << var;
     }
 }
 
