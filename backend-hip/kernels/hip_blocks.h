@@ -40,10 +40,12 @@ struct Blocks<DType::F16> {
     };
     __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
         const auto* p = reinterpret_cast<const uint4*>(row + u * kBytes);
+#pragma unroll
         for (int i = 0; i < 4; ++i) r.v[i] = p[i];
     }
     __device__ static void piece(const Raw& r, int p, float* w) {
         const uint32_t q[4] = {r.v[p].x, r.v[p].y, r.v[p].z, r.v[p].w};
+#pragma unroll
         for (int i = 0; i < 4; ++i) {
             w[2 * i] = f16_fast(q[i] & 0xffffu);
             w[2 * i + 1] = f16_fast(q[i] >> 16);
@@ -61,6 +63,7 @@ struct Blocks<DType::BF16> {
     }
     __device__ static void piece(const Raw& r, int p, float* w) {
         const uint32_t q[4] = {r.v[p].x, r.v[p].y, r.v[p].z, r.v[p].w};
+#pragma unroll
         for (int i = 0; i < 4; ++i) {
             w[2 * i] = __uint_as_float(q[i] << 16);
             w[2 * i + 1] = __uint_as_float(q[i] & 0xffff0000u);
@@ -80,11 +83,13 @@ struct Blocks<DType::Q4_0> {
     __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
         const auto* h = reinterpret_cast<const uint16_t*>(row + u * kBytes);
         r.d = f16_fast(h[0]);
+#pragma unroll
         for (int i = 0; i < 4; ++i) r.q[i] = word16(h + 1, i);
     }
     __device__ static void piece(const Raw& r, int p, float* w) {
         const int shift = p >= 2 ? 4 : 0;
         const uint32_t a = r.q[2 * (p & 1)] >> shift, b = r.q[2 * (p & 1) + 1] >> shift;
+#pragma unroll
         for (int i = 0; i < 4; ++i) {
             w[i] = r.d * float(int((a >> (8 * i)) & 0xFu) - 8);
             w[4 + i] = r.d * float(int((b >> (8 * i)) & 0xFu) - 8);
@@ -104,9 +109,11 @@ struct Blocks<DType::Q8_0> {
     __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
         const auto* h = reinterpret_cast<const uint16_t*>(row + u * kBytes);
         r.d = f16_fast(h[0]);
+#pragma unroll
         for (int i = 0; i < 8; ++i) r.q[i] = word16(h + 1, i);
     }
     __device__ static void piece(const Raw& r, int p, float* w) {
+#pragma unroll
         for (int i = 0; i < 4; ++i) {
             w[i] = r.d * float(int8_t(uint8_t(r.q[2 * p] >> (8 * i))));
             w[4 + i] = r.d * float(int8_t(uint8_t(r.q[2 * p + 1] >> (8 * i))));
@@ -132,17 +139,28 @@ struct BlocksK45 {
         const int c = int(u % 4);
         const uint8_t* blk = row + kb * kSuper;
         const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
-        const uint32_t hw[4] = {hdr.x, hdr.y, hdr.z, hdr.w};
-        uint8_t sc[12];
-        for (int i = 0; i < 12; ++i) sc[i] = uint8_t(hw[1 + i / 4] >> (8 * (i % 4)));
-        const float d = f16_fast(hw[0] & 0xffffu), dmin = f16_fast(hw[0] >> 16);
-        int s, m;
-        k_scale_min(sc, 2 * c, s, m);
-        r.d0 = d * float(s);
-        r.m0 = dmin * float(m);
-        k_scale_min(sc, 2 * c + 1, s, m);
-        r.d1 = d * float(s);
-        r.m1 = dmin * float(m);
+        const float d = f16_fast(hdr.x & 0xffffu), dmin = f16_fast(hdr.x >> 16);
+        // Byte i of the 12 packed scale bytes, by selects (no local array: c is a run-time
+        // value, and an indexed array would spill to scratch memory).
+        auto sc = [&](int i) {
+            const uint32_t word = i < 4 ? hdr.y : (i < 8 ? hdr.z : hdr.w);
+            return int((word >> (8 * (i & 3))) & 0xffu);
+        };
+        // ggml's get_scale_min_k4 for sub-blocks j = 2c and 2c + 1.
+        auto scale_min = [&](int j, float& ds, float& dm) {
+            int s, m;
+            if (j < 4) {
+                s = sc(j) & 63;
+                m = sc(j + 4) & 63;
+            } else {
+                s = (sc(j + 4) & 0xF) | ((sc(j - 4) >> 6) << 4);
+                m = (sc(j + 4) >> 4) | ((sc(j) >> 6) << 4);
+            }
+            ds = d * float(s);
+            dm = dmin * float(m);
+        };
+        scale_min(2 * c, r.d0, r.m0);
+        scale_min(2 * c + 1, r.d1, r.m1);
         const auto* qs = reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * c);
         const uint4 a = qs[0], b = qs[1];
         r.q[0] = a.x, r.q[1] = a.y, r.q[2] = a.z, r.q[3] = a.w;
@@ -160,8 +178,10 @@ struct BlocksK45 {
         const int b = 2 * (p & 3);  // first of the two qs words (bytes 8(p%4)..)
         const int shift = hi ? 4 : 0;
         const float d = hi ? r.d1 : r.d0, m = hi ? r.m1 : r.m0;
+#pragma unroll
         for (int half = 0; half < 2; ++half) {
             const uint32_t q = r.q[b + half] >> shift;
+#pragma unroll
             for (int i = 0; i < 4; ++i) {
                 int v = int((q >> (8 * i)) & 0xFu);
                 if constexpr (Five)
@@ -194,6 +214,7 @@ struct Blocks<DType::Q6_K> {
         const uint8_t* blk = row + kb * 210;
         const auto* ql = reinterpret_cast<const uint16_t*>(blk + 64 * h + 32 * (q & 1));
         const auto* qh = reinterpret_cast<const uint16_t*>(blk + 128 + 32 * h);
+#pragma unroll
         for (int i = 0; i < 8; ++i) r.ql[i] = word16(ql, i), r.qh[i] = word16(qh, i);
         const uint16_t sc = *reinterpret_cast<const uint16_t*>(blk + 192 + 8 * h + 2 * q);
         const float d = f16_fast(*reinterpret_cast<const uint16_t*>(blk + 208));
@@ -204,8 +225,10 @@ struct Blocks<DType::Q6_K> {
     }
     __device__ static void piece(const Raw& r, int p, float* w) {
         const float s = p < 2 ? r.s0 : r.s1;
+#pragma unroll
         for (int half = 0; half < 2; ++half) {
             const uint32_t lo = r.ql[2 * p + half] >> r.shl, hi = r.qh[2 * p + half] >> r.shh;
+#pragma unroll
             for (int i = 0; i < 4; ++i) {
                 const int v = int((lo >> (8 * i)) & 0xFu) | (int((hi >> (8 * i)) & 3u) << 4);
                 w[4 * half + i] = s * float(v - 32);
@@ -224,6 +247,7 @@ __device__ inline void decode8(const uint8_t* row, int64_t k, float* w) {
         B::load(row, k / B::kWeights, r);
         B::piece(r, int(k % B::kWeights) / 8, w);
     } else {
+#pragma unroll
         for (int i = 0; i < 8; ++i) w[i] = load_weight<T>(row, k + i);
     }
 }

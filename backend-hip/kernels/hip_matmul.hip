@@ -22,7 +22,42 @@ constexpr int kMvThreads = 128;
 constexpr int kMvRows = 2;  // output rows per 32-lane group
 constexpr int kMvRowsPerBlock = kMvThreads / kLaneGroup * kMvRows;
 
+// acc[r][t] += W[row r, unit u] . x[t, unit u] for the raw units of kMvRows rows.
+template <DType T, int TM>
+__device__ inline void matvec_unit(const typename Blocks<T>::Raw* raw, int64_t u, const float* x,
+                                   int64_t n_in, int n_tok, float (&acc)[kMvRows][TM]) {
+    using B = Blocks<T>;
+#pragma unroll
+    for (int p = 0; p < B::kWeights / 8; ++p) {
+        const int64_t i0 = u * B::kWeights + 8 * p;
+        float xv[TM][8];
+#pragma unroll
+        for (int t = 0; t < TM; ++t) {
+            if (t < n_tok) {
+                const auto* xp = reinterpret_cast<const float4*>(x + t * n_in + i0);
+                const float4 a = xp[0], b = xp[1];
+                xv[t][0] = a.x, xv[t][1] = a.y, xv[t][2] = a.z, xv[t][3] = a.w;
+                xv[t][4] = b.x, xv[t][5] = b.y, xv[t][6] = b.z, xv[t][7] = b.w;
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; ++i) xv[t][i] = 0.0f;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < kMvRows; ++r) {
+            float wv[8];
+            B::piece(raw[r], p, wv);
+#pragma unroll
+            for (int t = 0; t < TM; ++t)
+#pragma unroll
+                for (int i = 0; i < 8; ++i) acc[r][t] += wv[i] * xv[t][i];
+        }
+    }
+}
+
 // out[t, o] = W[o, :] . x[t, :] (+ bias[o]) for t < n_tok <= TM; W rows of row_stride bytes.
+// Each lane loads two units (of every row of its group) before using either, so twice the
+// bytes are in flight per lane.
 template <DType T, int TM>
 __global__ void __launch_bounds__(kMvThreads)
     k_matvec(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_out, const float* x,
@@ -34,37 +69,30 @@ __global__ void __launch_bounds__(kMvThreads)
     // Rows past the end read the last row (valid memory) and are not written: every lane of the
     // group keeps running to the shuffles.
     const uint8_t* rows[kMvRows];
+#pragma unroll
     for (int r = 0; r < kMvRows; ++r)
         rows[r] = w + (row0 + r < n_out ? row0 + r : n_out - 1) * row_stride;
     float acc[kMvRows][TM];
+#pragma unroll
     for (int r = 0; r < kMvRows; ++r)
+#pragma unroll
         for (int t = 0; t < TM; ++t) acc[r][t] = 0.0f;
     const int64_t n_units = n_in / B::kWeights;
-    for (int64_t u = lane; u < n_units; u += kLaneGroup) {
-        typename B::Raw raw[kMvRows];
-        for (int r = 0; r < kMvRows; ++r) B::load(rows[r], u, raw[r]);
-        for (int p = 0; p < B::kWeights / 8; ++p) {
-            const int64_t i0 = u * B::kWeights + 8 * p;
-            float xv[TM][8];
-            for (int t = 0; t < TM; ++t) {
-                if (t < n_tok) {
-                    const auto* xp = reinterpret_cast<const float4*>(x + t * n_in + i0);
-                    const float4 a = xp[0], b = xp[1];
-                    xv[t][0] = a.x, xv[t][1] = a.y, xv[t][2] = a.z, xv[t][3] = a.w;
-                    xv[t][4] = b.x, xv[t][5] = b.y, xv[t][6] = b.z, xv[t][7] = b.w;
-                } else {
-                    for (int i = 0; i < 8; ++i) xv[t][i] = 0.0f;
-                }
-            }
-            for (int r = 0; r < kMvRows; ++r) {
-                float wv[8];
-                B::piece(raw[r], p, wv);
-                for (int t = 0; t < TM; ++t)
-                    for (int i = 0; i < 8; ++i) acc[r][t] += wv[i] * xv[t][i];
-            }
+    for (int64_t u = lane; u < n_units; u += 2 * kLaneGroup) {
+        const int64_t u2 = u + kLaneGroup;
+        const bool second = u2 < n_units;
+        typename B::Raw raw[2][kMvRows];
+#pragma unroll
+        for (int r = 0; r < kMvRows; ++r) {
+            B::load(rows[r], u, raw[0][r]);
+            B::load(rows[r], second ? u2 : u, raw[1][r]);
         }
+        matvec_unit<T, TM>(raw[0], u, x, n_in, n_tok, acc);
+        if (second) matvec_unit<T, TM>(raw[1], u2, x, n_in, n_tok, acc);
     }
+#pragma unroll
     for (int r = 0; r < kMvRows; ++r)
+#pragma unroll
         for (int t = 0; t < TM; ++t) {
             const float v = group_sum(acc[r][t]);
             if (lane == 0 && row0 + r < n_out && t < n_tok)
@@ -106,6 +134,7 @@ __global__ void __launch_bounds__(kTiledThreads)
             for (int j = 0; j < 8; ++j) ws[oo][8 * pp + j] = wv[j];
         }
         __syncthreads();
+#pragma unroll 8
         for (int kk = 0; kk < kTileK; ++kk) {
             float a[4], b[4];
             for (int i = 0; i < 4; ++i) a[i] = xs[ty + 16 * i][kk];
