@@ -3,6 +3,8 @@
 #if !defined(TANDEM_HIP_ON_CUDA)
 #include <hip/hip_runtime.h>
 #endif
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -12,6 +14,38 @@
 
 namespace tandem::hip {
 namespace {
+
+// A number from the amdgpu driver's sysfs file of the device's PCI function, 0 where absent.
+uint64_t amdgpu_sysfs(const hipDeviceProp_t& prop, const char* file) {
+    char path[160];
+    std::snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.0/%s",
+                  unsigned(prop.pciDomainID), unsigned(prop.pciBusID), unsigned(prop.pciDeviceID),
+                  file);
+    std::ifstream f(path);
+    uint64_t v = 0;
+    f >> v;
+    return f ? v : 0;
+}
+
+std::string gib(uint64_t b) {
+    char s[32];
+    std::snprintf(s, sizeof s, "%.1f GiB", double(b) / double(1ull << 30));
+    return s;
+}
+
+// What an APU user needs to know: ROCm may see only the BIOS carve-out as "VRAM"; the rest of
+// system memory is reachable through GTT, which this backend uses for weights in place.
+std::string integrated_note(const hipDeviceProp_t& prop, uint64_t runtime_total) {
+    const uint64_t vram = amdgpu_sysfs(prop, "mem_info_vram_total");
+    const uint64_t gtt = amdgpu_sysfs(prop, "mem_info_gtt_total");
+    std::string n = "integrated GPU: runtime sees " + gib(runtime_total);
+    if (vram) n += ", VRAM (BIOS carve-out) " + gib(vram);
+    if (gtt) n += ", GTT " + gib(gtt);
+    n += ". Weights are used in place from the file mapping (GTT). If the runtime sees only the "
+         "carve-out, raise it in the firmware (UMA frame buffer size) or raise the GTT limit "
+         "(kernel parameters amdgpu.gttsize=<MiB>, ttm.pages_limit=<4 KiB pages>)";
+    return n;
+}
 
 DeviceInfo describe(int index) {
     hipDeviceProp_t prop{};
@@ -36,10 +70,7 @@ DeviceInfo describe(int index) {
     d.memory_total = total_b;
     d.memory_free = free_b;
     d.unified_memory = integrated != 0;
-    if (integrated)
-        d.notes =
-            "integrated GPU: ROCm may see only the BIOS carve-out; raise the GTT limit "
-            "(kernel parameter ttm.pages_limit) to use more system memory";
+    if (integrated) d.notes = integrated_note(prop, total_b);
     return d;
 }
 
