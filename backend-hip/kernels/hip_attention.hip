@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "hip_blocks.h"
 #include "hip_ops.h"
-#include "hip_weight_types.h"
 
 namespace tandem::hip {
 namespace {
@@ -73,28 +73,59 @@ __device__ inline float kv_at(const void* cache, int f16, int64_t idx) {
                : static_cast<const float*>(cache)[idx];
 }
 
+// q . K[row off..off+hd) with the query in shared memory; `vec`: the row is 16-byte aligned and
+// hd a multiple of 8, so it is read 16 bytes at a time.
+__device__ inline float score(const void* kc, int f16, int vec, int64_t off, int64_t hd,
+                              const float* qs) {
+    float d = 0.0f;
+    if (vec && f16) {
+        const auto* kp = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(kc) + off);
+        for (int64_t i8 = 0; i8 < hd / 8; ++i8) {
+            const uint4 v = kp[i8];
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                d += f16_fast(w[k] & 0xffffu) * qs[8 * i8 + 2 * k];
+                d += f16_fast(w[k] >> 16) * qs[8 * i8 + 2 * k + 1];
+            }
+        }
+    } else if (vec) {
+        const auto* kp = reinterpret_cast<const float4*>(static_cast<const float*>(kc) + off);
+        for (int64_t i4 = 0; i4 < hd / 4; ++i4) {
+            const float4 v = kp[i4];
+            d += v.x * qs[4 * i4];
+            d += v.y * qs[4 * i4 + 1];
+            d += v.z * qs[4 * i4 + 2];
+            d += v.w * qs[4 * i4 + 3];
+        }
+    } else {
+        for (int64_t i = 0; i < hd; ++i) d += kv_at(kc, f16, off + i) * qs[i];
+    }
+    return d;
+}
+
 // grid (n_tokens * n_head); block kTile. Thread j of a tile scores key j of the tile; thread i
 // then owns output dims i, i + kTile, ...
 __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, int64_t hd,
                             int64_t window, float scale, float softcap, const void* kc,
-                            const void* vc, int f16, const int32_t* n_past, float* out) {
+                            const void* vc, int f16, int vec, const int32_t* n_past, float* out) {
     __shared__ float sh[kTile];
     __shared__ float p[kTile];
+    __shared__ float qs[kTile * kMaxDimsPerThread];
     const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
     const int64_t kvh = h / (n_head / n_kv_head), kv_width = n_kv_head * hd;
     const int64_t pos = int64_t(*n_past) + t;
     const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
     const float* qh = q + (t * n_head + h) * hd;
+    for (int64_t i = threadIdx.x; i < hd; i += kTile) qs[i] = qh[i];
+    __syncthreads();
     float acc[kMaxDimsPerThread] = {0, 0, 0, 0};
     float m_run = -INFINITY, l_run = 0.0f;
     for (int64_t base = lo; base <= pos; base += kTile) {
         const int64_t j = base + threadIdx.x;
         float s = -INFINITY;
         if (j <= pos) {
-            const int64_t off = j * kv_width + kvh * hd;
-            float d = 0.0f;
-            for (int64_t i = 0; i < hd; ++i) d += kv_at(kc, f16, off + i) * qh[i];
-            s = d * scale;
+            s = score(kc, f16, vec, j * kv_width + kvh * hd, hd, qs) * scale;
             if (softcap > 0) s = softcap * tanhf(s / softcap);
         }
         const float m_new = fmaxf(m_run, block_reduce<kTile, true>(s, sh));
@@ -108,6 +139,7 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
             const int64_t i = threadIdx.x + int64_t(k) * kTile;
             if (i >= hd) break;
             float a = acc[k] * factor;
+#pragma unroll 8
             for (int64_t jj = 0; jj < n; ++jj)
                 a += p[jj] * kv_at(vc, f16, (base + jj) * kv_width + kvh * hd + i);
             acc[k] = a;
@@ -168,9 +200,13 @@ void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
     launch_require(n_tokens >= 0 && n_tokens * n_head <= kMaxGridX, "attention",
                    std::to_string(n_tokens) + " tokens");
     if (n_tokens * n_head <= 0) return;
+    // 16-byte K rows: every row offset (j * kv_width + kvh * head_dim elements) is a multiple of
+    // 8 elements and the cache base is 16-byte aligned.
+    const bool vec = head_dim % 8 == 0 && (n_kv_head * head_dim) % 8 == 0 &&
+                     reinterpret_cast<uintptr_t>(k_cache) % 16 == 0;
     hipLaunchKernelGGL(k_attention, dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(kTile), 0,
                        s, q, n_head, n_kv_head, head_dim, window, scale, softcap, k_cache, v_cache,
-                       f16 ? 1 : 0, n_past, out);
+                       f16 ? 1 : 0, vec ? 1 : 0, n_past, out);
 }
 
 }  // namespace tandem::hip
