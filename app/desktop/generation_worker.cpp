@@ -1,7 +1,11 @@
 #include "generation_worker.h"
 
+#include <chrono>
 #include <filesystem>
 
+#include "fit_check.h"
+#include "sampling_presets.h"
+#include "tandem/backend/backend.h"
 #include "tandem/common/error.h"
 #include "tandem/engine/fallback_template.h"
 #include "tandem/engine/generate.h"
@@ -26,21 +30,38 @@ GenerationWorker::GenerationWorker(std::shared_ptr<store::ChatStore> store)
 
 GenerationWorker::~GenerationWorker() = default;
 
-void GenerationWorker::loadModel(const QString& path, int threads) {
+void GenerationWorker::loadModel(const QString& path, const RuntimeChoice& runtime) {
+    bool tooBig = false;
     try {
         engine_.reset();
         tok_.reset();
         model_.reset();
-        auto file = std::make_shared<gguf::File>(gguf::File::open(path.toStdString()));
+        const std::string file_path = path.toStdString();
+        if (!std::filesystem::exists(file_path)) throw Error(file_path + ": no such file");
+        const std::string backend = runtime.backend.toStdString();
+        auto file = std::make_shared<gguf::File>(gguf::File::open(file_path));
         auto hp = engine::read_hparams(*file);
         if (!file->find("tokenizer.ggml.tokens"))
-            throw Error(path.toStdString() + ": the model has no vocabulary (tokenizer.ggml.*)");
+            throw Error(file_path + ": the model has no vocabulary (tokenizer.ggml.*)");
+        // Refuse before allocating: a model bigger than the device would swap or be killed.
+        planner::DeviceBudget budget = deviceBudget(backend, runtime.device);
+        if (runtime.memoryLimit > 0)
+            budget.free_bytes = std::min<uint64_t>(budget.free_bytes, runtime.memoryLimit);
+        const FitVerdict fit = checkFit(file_path, runtime.contextSize, budget);
+        if (!fit.fits) {
+            tooBig = true;
+            throw Error(std::filesystem::path(file_path).filename().string() +
+                        " is too big for this machine: " + fit.message.toStdString());
+        }
         tok_.emplace(tokenizer::load_vocab(*file));
         model_ = engine::load_model(file, engine::ShardSpec::whole(hp));
         BackendOptions bo;
-        bo.threads = threads;
-        engine_ = std::make_unique<engine::Engine>(model_, create_backend("cpu", 0, bo));
-        modelName_ = std::filesystem::path(path.toStdString()).filename().string();
+        bo.threads = runtime.threads;
+        engine::EngineOptions eo;
+        eo.n_ctx = fit.nCtx;
+        engine_ = std::make_unique<engine::Engine>(model_,
+                                                   create_backend(backend, runtime.device, bo), eo);
+        modelName_ = std::filesystem::path(file_path).filename().string();
         const auto& dev = engine_->backend().device();
         emit modelLoaded(QString::fromStdString(modelName_),
                          QString::fromStdString(dev.backend + ": " + dev.name), engine_->n_ctx());
@@ -48,13 +69,15 @@ void GenerationWorker::loadModel(const QString& path, int threads) {
         engine_.reset();
         tok_.reset();
         model_.reset();
-        emit modelFailed(QString::fromUtf8(e.what()));
+        emit modelFailed(QString::fromUtf8(e.what()), tooBig);
     }
 }
 
-std::string GenerationWorker::renderPrompt(const std::vector<store::Message>& path) const {
+std::string GenerationWorker::renderPrompt(const std::string& systemPrompt,
+                                           const std::vector<store::Message>& path) const {
     const auto& vocab = tok_->vocab();
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (!systemPrompt.empty()) messages.push_back({{"role", "system"}, {"content", systemPrompt}});
     for (const auto& m : path)
         messages.push_back({{"role", store::role_name(m.role)}, {"content", m.content}});
     auto piece = [&](int32_t id) { return id >= 0 ? tok_->token_to_piece(id, true) : ""; };
@@ -65,58 +88,117 @@ std::string GenerationWorker::renderPrompt(const std::vector<store::Message>& pa
     return render_template(engine::chat_template_for(*model_, *tok_), ctx);
 }
 
-void GenerationWorker::sendMessage(qint64 conversationId, const QString& userText, int maxTokens) {
+void GenerationWorker::sendMessage(qint64 conversationId, const QString& userText, int maxTokens,
+                                   const QString& newChat) {
     cancel_.store(false);
     try {
-        if (!engine_) throw Error("no model is loaded: pick one in Models or start with --model");
+        if (!engine_) throw Error("no model is loaded: pick one above or in Models");
         if (conversationId < 0) {
             store::NewConversation c;
             c.title = titleFrom(userText);
             c.model = modelName_;
+            if (!newChat.isEmpty()) {
+                const auto j = nlohmann::json::parse(newChat.toStdString());
+                c.system_prompt = j.value("system_prompt", std::string());
+                if (j.contains("sampling")) c.sampling = j["sampling"];
+            }
             conversationId = store_->create_conversation(c);
         }
         const int64_t userId = store_->append_user_message(conversationId, userText.toStdString());
         emit userMessageSaved(conversationId, userId);
-
-        auto path = store_->active_path(conversationId);
-        const std::string prompt = renderPrompt(path);
-        // The template writes BOS itself; special tokens in it are parsed as such.
-        auto ids = tok_->encode(prompt, false, true);
-        if (static_cast<int64_t>(ids.size()) + 1 >= engine_->n_ctx())
-            throw Error("the conversation (" + std::to_string(ids.size()) +
-                        " tokens) does not fit the context of " + std::to_string(engine_->n_ctx()));
-
-        auto stream = store_->begin_assistant_message(conversationId, modelName_);
-        emit generationStarted(conversationId, stream.id());
-        engine::GenerateOptions g;
-        g.max_tokens = std::min<int64_t>(maxTokens, engine_->n_ctx() - int64_t(ids.size()) - 1);
-        g.cancel = &cancel_;
-        g.on_text = [&](std::string_view t) {
-            stream.append(t);
-            emit piece(QString::fromUtf8(t.data(), static_cast<qsizetype>(t.size())));
-            return true;
-        };
-        auto r = engine::generate(*engine_, ids, &*tok_, g);
-        const double tps = r.decode_seconds > 0 ? double(r.n_decoded) / r.decode_seconds : 0.0;
-        const int64_t id = stream.id();
-        std::string reason;
-        if (r.stop == engine::StopReason::Cancelled) {
-            reason = "interrupted";
-            stream.interrupt(reason);
-        } else {
-            store::FinishInfo info;
-            info.finish_reason = r.stop == engine::StopReason::Length ? "length" : "stop";
-            info.prompt_tokens = r.n_prompt;
-            info.completion_tokens = static_cast<int64_t>(r.ids.size());
-            info.tokens_per_second = tps;
-            reason = info.finish_reason;
-            stream.finish(info);
-        }
-        emit generationFinished(id, QString::fromStdString(reason), tps, engine_->n_past(),
-                                engine_->n_ctx());
+        reply(conversationId, std::nullopt, maxTokens);
     } catch (const std::exception& e) {
         emit generationFailed(QString::fromUtf8(e.what()));
     }
+}
+
+void GenerationWorker::regenerate(qint64 conversationId, qint64 assistantMessageId, int maxTokens) {
+    cancel_.store(false);
+    try {
+        if (!engine_) throw Error("no model is loaded: pick one above or in Models");
+        const auto m = store_->message(assistantMessageId);
+        if (m.role != store::Role::Assistant || !m.parent_id)
+            throw Error("only an assistant reply can be regenerated");
+        reply(conversationId, m.parent_id, maxTokens);
+    } catch (const std::exception& e) {
+        emit generationFailed(QString::fromUtf8(e.what()));
+    }
+}
+
+void GenerationWorker::editMessage(qint64 conversationId, qint64 messageId, const QString& text,
+                                   int maxTokens) {
+    cancel_.store(false);
+    try {
+        if (!engine_) throw Error("no model is loaded: pick one above or in Models");
+        const int64_t edited = store_->edit_message(messageId, text.toStdString());
+        emit userMessageSaved(conversationId, edited);
+        reply(conversationId, edited, maxTokens);
+    } catch (const std::exception& e) {
+        emit generationFailed(QString::fromUtf8(e.what()));
+    }
+}
+
+void GenerationWorker::reply(qint64 conversationId, std::optional<int64_t> parent, int maxTokens) {
+    const auto conv = store_->conversation(conversationId);
+    const ChatSampling sampling = samplingFromJson(conv.sampling);
+    auto path = store_->active_path(conversationId);
+    if (parent) {  // the path up to and including the parent
+        size_t keep = 0;
+        while (keep < path.size() && path[keep].id != *parent) ++keep;
+        if (keep == path.size()) throw Error("the message to answer is not on the active path");
+        path.resize(keep + 1);
+    }
+    const std::string prompt = renderPrompt(conv.system_prompt, path);
+    // The template writes BOS itself; special tokens in it are parsed as such.
+    auto ids = tok_->encode(prompt, false, true);
+    if (static_cast<int64_t>(ids.size()) + 1 >= engine_->n_ctx())
+        throw Error("the conversation (" + std::to_string(ids.size()) +
+                    " tokens) does not fit the context of " + std::to_string(engine_->n_ctx()) +
+                    "; start a new chat or raise the context in Settings");
+
+    auto stream = store_->begin_assistant_message(conversationId, modelName_, parent);
+    emit generationStarted(conversationId, stream.id());
+    engine::GenerateOptions g;
+    g.sampling = sampling.params;
+    const int limit = maxTokens > 0 ? std::min(maxTokens, sampling.maxTokens) : sampling.maxTokens;
+    g.max_tokens = int(std::min<int64_t>(limit, engine_->n_ctx() - int64_t(ids.size()) - 1));
+    g.cancel = &cancel_;
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    auto lastReport = t0;
+    int64_t tokens = 0;
+    g.on_token = [&](int32_t) {
+        ++tokens;
+        const auto now = clock::now();
+        if (now - lastReport < std::chrono::milliseconds(250)) return;
+        lastReport = now;
+        const double s = std::chrono::duration<double>(now - t0).count();
+        emit progress(tokens, s > 0 ? double(tokens) / s : 0.0, engine_->n_past(),
+                      engine_->n_ctx());
+    };
+    g.on_text = [&](std::string_view t) {
+        stream.append(t);
+        emit piece(QString::fromUtf8(t.data(), static_cast<qsizetype>(t.size())));
+        return true;
+    };
+    auto r = engine::generate(*engine_, ids, &*tok_, g);
+    const double tps = r.decode_seconds > 0 ? double(r.n_decoded) / r.decode_seconds : 0.0;
+    const int64_t id = stream.id();
+    std::string reason;
+    if (r.stop == engine::StopReason::Cancelled) {
+        reason = "interrupted";
+        stream.interrupt(reason);
+    } else {
+        store::FinishInfo info;
+        info.finish_reason = r.stop == engine::StopReason::Length ? "length" : "stop";
+        info.prompt_tokens = r.n_prompt;
+        info.completion_tokens = static_cast<int64_t>(r.ids.size());
+        info.tokens_per_second = tps;
+        reason = info.finish_reason;
+        stream.finish(info);
+    }
+    emit generationFinished(id, QString::fromStdString(reason), tps, engine_->n_past(),
+                            engine_->n_ctx());
 }
 
 }  // namespace tandem::ui

@@ -2,7 +2,7 @@
 // Model loading and generation off the UI thread. The worker lives on its own QThread (ChatPage
 // moves it there); its slots are called through queued invocations and answer with signals, so
 // the UI never waits on a model load, a decode step or a database write. Every write of a chat
-// turn (the user message, the streamed reply) happens here, on the worker's thread.
+// turn (the user message, an edit, the streamed reply) happens here, on the worker's thread.
 #include <QObject>
 #include <QString>
 
@@ -16,6 +16,16 @@
 
 namespace tandem::ui {
 
+// Where and how a model runs (from the Settings page).
+struct RuntimeChoice {
+    QString backend = QStringLiteral("cpu");
+    int device = 0;
+    int threads = 0;         // 0: all physical cores
+    int contextSize = 4096;  // capped at the model's training context
+    // > 0: plan against at most this many free bytes (keeps room for other programs; tests)
+    quint64 memoryLimit = 0;
+};
+
 class GenerationWorker : public QObject {
     Q_OBJECT
   public:
@@ -26,25 +36,37 @@ class GenerationWorker : public QObject {
     void requestStop() { cancel_.store(true); }
 
   public slots:
-    // Opens a GGUF file on the CPU backend (threads 0: all physical cores).
-    void loadModel(const QString& path, int threads);
+    // Plans the model against the device's free memory first: a model that does not fit is
+    // refused (modelFailed with tooBig) before anything is allocated.
+    void loadModel(const QString& path, const tandem::ui::RuntimeChoice& runtime);
     // Appends `userText` to the conversation (a new one when conversationId < 0, titled from the
-    // text), then streams the assistant reply into the store and through `piece`.
-    void sendMessage(qint64 conversationId, const QString& userText, int maxTokens);
+    // text, with the system prompt and sampling of `newChat`: {"system_prompt": "...",
+    // "sampling": {...}}), then streams the assistant reply into the store and through `piece`.
+    void sendMessage(qint64 conversationId, const QString& userText, int maxTokens,
+                     const QString& newChat = {});
+    // A new reply to the parent of `assistantMessageId` (a sibling branch of that reply).
+    void regenerate(qint64 conversationId, qint64 assistantMessageId, int maxTokens);
+    // Saves `text` as a new sibling of user message `messageId` and answers it.
+    void editMessage(qint64 conversationId, qint64 messageId, const QString& text, int maxTokens);
 
   signals:
     void modelLoaded(const QString& name, const QString& device, qint64 contextSize);
-    void modelFailed(const QString& message);
+    void modelFailed(const QString& message, bool tooBig);
     // The conversation now holds the user message (emitted before generation starts).
     void userMessageSaved(qint64 conversationId, qint64 messageId);
     void generationStarted(qint64 conversationId, qint64 assistantMessageId);
     void piece(const QString& text);
+    // While generating, about 4 times a second.
+    void progress(qint64 tokens, double tokensPerSecond, qint64 contextUsed, qint64 contextSize);
     void generationFinished(qint64 assistantMessageId, const QString& finishReason,
                             double tokensPerSecond, qint64 contextUsed, qint64 contextSize);
     void generationFailed(const QString& message);
 
   private:
-    std::string renderPrompt(const std::vector<store::Message>& path) const;
+    std::string renderPrompt(const std::string& systemPrompt,
+                             const std::vector<store::Message>& path) const;
+    // Streams a reply to `parent` (nullopt: the end of the active path).
+    void reply(qint64 conversationId, std::optional<int64_t> parent, int maxTokens);
 
     std::shared_ptr<store::ChatStore> store_;
     std::shared_ptr<engine::Model> model_;
@@ -55,3 +77,5 @@ class GenerationWorker : public QObject {
 };
 
 }  // namespace tandem::ui
+
+Q_DECLARE_METATYPE(tandem::ui::RuntimeChoice)

@@ -4,14 +4,43 @@
 #include <QHBoxLayout>
 #include <QSettings>
 
+#include "api_server_controller.h"
 #include "chat_page.h"
-#include "placeholder_page.h"
+#include "cluster_page.h"
+#include "models_page.h"
+#include "node_controller.h"
+#include "settings_page.h"
 #include "tandem/version.h"
 
 namespace tandem::ui {
 
-MainWindow::MainWindow(std::shared_ptr<store::ChatStore> store, QWidget* parent)
-    : QMainWindow(parent) {
+namespace {
+
+RuntimeChoice runtimeOf(const AppSettings& s) {
+    RuntimeChoice r;
+    r.backend = s.backend;
+    r.device = s.device;
+    r.threads = s.threads;
+    r.contextSize = s.contextSize;
+    return r;
+}
+
+}  // namespace
+
+WindowOptions WindowOptions::defaults() {
+    WindowOptions o;
+    o.settings = AppSettings::load();
+    o.library = library::default_paths();
+    if (!o.settings.modelFolder.isEmpty())
+        o.library.models_dir = o.settings.modelFolder.toStdString();
+    o.http = library::HttpOptions::from_env();
+    return o;
+}
+
+MainWindow::MainWindow(std::shared_ptr<store::ChatStore> store, WindowOptions options,
+                       QWidget* parent)
+    : QMainWindow(parent), options_(std::move(options)) {
+    qRegisterMetaType<tandem::net::NodeConfig>();
     setWindowTitle(QStringLiteral("Tandem %1").arg(QString::fromUtf8(tandem::version())));
     auto* central = new QWidget(this);
     auto* layout = new QHBoxLayout(central);
@@ -29,27 +58,17 @@ MainWindow::MainWindow(std::shared_ptr<store::ChatStore> store, QWidget* parent)
     for (const QString& name : {tr("Chats"), tr("Models"), tr("Cluster"), tr("Settings")})
         sidebar_->addItem(name);
 
+    node_ = new NodeController(this);
+    api_ = new ApiServerController(this);
     stack_ = new QStackedWidget(central);
     chat_ = new ChatPage(std::move(store), stack_);
+    models_ = new ModelsPage(options_.library, options_.http, stack_);
+    cluster_ = new ClusterPage(node_, stack_);
+    settings_ = new SettingsPage(options_.settings, stack_);
     stack_->addWidget(chat_);
-    stack_->addWidget(makePlaceholderPage(
-        tr("Models"),
-        tr("Coming next: the local library (size, quantization, whether it fits this machine), "
-           "Hugging Face search with a file list and quant picker, a download queue with "
-           "pause/resume/cancel, quantize and delete.\n\nFor now start the app with "
-           "`tandem --model PATH` or use `tandem-cli pull`."),
-        stack_));
-    stack_->addWidget(makePlaceholderPage(
-        tr("Cluster"),
-        tr("Coming next: discovered peers (name, backend, device, free memory, link, latency), "
-           "the join wizard with pairing code and QR, the planned split per node and live "
-           "health.\n\nFor now use `tandem-node` and `tandem-cli` to pair and run a cluster."),
-        stack_));
-    stack_->addWidget(makePlaceholderPage(
-        tr("Settings"),
-        tr("Coming next: backend and device, threads, default context, model folder and the "
-           "node service switch."),
-        stack_));
+    stack_->addWidget(models_);
+    stack_->addWidget(cluster_);
+    stack_->addWidget(settings_);
     layout->addWidget(sidebar_);
     layout->addWidget(stack_, 1);
     setCentralWidget(central);
@@ -57,14 +76,86 @@ MainWindow::MainWindow(std::shared_ptr<store::ChatStore> store, QWidget* parent)
     connect(sidebar_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
     sidebar_->setCurrentRow(Chats);
 
+    // Models -> chat: the library feeds the picker; "Use in chat" loads the model.
+    connect(models_->library(), &LibraryModel::refreshed, this,
+            [this] { chat_->setModelChoices(models_->library()->choices()); });
+    connect(models_, &ModelsPage::useModel, this, [this](const QString& path) {
+        chat_->loadModel(path);
+        showPage(Chats);
+    });
+    connect(chat_, &ChatPage::modelPicked, this, [this](const QString& path) {
+        modelPath_ = path;
+        AppSettings::saveLastModel(path);
+        cluster_->setModel(path, settings_->settings().contextSize);
+        if (settings_->settings().apiServer) startApi();  // the API follows the chat's model
+    });
+
+    // Settings -> everyone.
+    connect(settings_, &SettingsPage::changed, this, &MainWindow::applySettings);
+    connect(settings_, &SettingsPage::importFolderRequested, models_, &ModelsPage::importFolder);
+    connect(settings_, &SettingsPage::nodeServiceToggled, this, [this](bool on) {
+        if (on) {
+            settings_->setNodeStatus(tr("starting…"));
+            node_->start(options_.node);
+        } else {
+            node_->stop();
+        }
+    });
+    connect(cluster_, &ClusterPage::nodeServiceWanted, this,
+            [this] { settings_->setNodeServiceOn(true); });
+    connect(node_, &NodeController::started, this,
+            [this] { settings_->setNodeStatus(tr("on, port %1").arg(node_->service()->port())); });
+    connect(node_, &NodeController::stopped, this, [this] { settings_->setNodeStatus(tr("off")); });
+    connect(node_, &NodeController::failed, this,
+            [this](const QString& m) { settings_->setNodeStatus(tr("failed: %1").arg(m)); });
+    connect(settings_, &SettingsPage::apiServerToggled, this, [this](bool on) {
+        if (on)
+            startApi();
+        else
+            api_->stop();
+    });
+    connect(api_, &ApiServerController::started, this, [this](const QString& url) {
+        settings_->setApiStatus(tr("Listening on %1 (model \"%2\")").arg(url, api_->modelId()));
+    });
+    connect(api_, &ApiServerController::stopped, this,
+            [this] { settings_->setApiStatus(tr("Off")); });
+    connect(api_, &ApiServerController::failed, this,
+            [this](const QString& m) { settings_->setApiStatus(tr("Not running: %1").arg(m)); });
+
+    applySettings(options_.settings);
+    if (options_.startServices) {
+        if (options_.settings.nodeService) node_->start(options_.node);
+    }
+
     QSettings settings;
     if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray()))
         resize(1200, 780);
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
 }
 
+MainWindow::~MainWindow() = default;
+
+void MainWindow::applySettings(const AppSettings& s) {
+    chat_->setRuntime(runtimeOf(s));
+    models_->library()->setRuntime(s.backend, s.device, s.contextSize);
+    if (!modelPath_.isEmpty()) cluster_->setModel(modelPath_, s.contextSize);
+}
+
+void MainWindow::startApi() {
+    settings_->setApiStatus(tr("Starting…"));
+    const AppSettings& s = settings_->settings();
+    api_->start(modelPath_, quint16(s.apiPort), runtimeOf(s));
+}
+
 void MainWindow::showPage(Page page) {
     sidebar_->setCurrentRow(page);
+}
+
+void MainWindow::raiseWindow() {
+    if (isMinimized()) showNormal();
+    show();
+    raise();
+    activateWindow();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
