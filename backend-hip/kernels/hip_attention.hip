@@ -104,28 +104,56 @@ __device__ inline float score(const void* kc, int f16, int vec, int64_t off, int
     return d;
 }
 
-// grid (n_tokens * n_head); block kTile. Thread j of a tile scores key j of the tile; thread i
-// then owns output dims i, i + kTile, ...
+// Four values of a V row at dims d0..d0+3 (zero past hd); `vec`: 8-byte (f16) / 16-byte (f32)
+// aligned and hd a multiple of 4.
+__device__ inline void v_four(const void* vc, int f16, int vec, int64_t row, int64_t d0, int64_t hd,
+                              float* v) {
+    if (vec && f16) {
+        const uint2 w =
+            *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(vc) + row + d0);
+        v[0] = f16_fast(w.x & 0xffffu), v[1] = f16_fast(w.x >> 16);
+        v[2] = f16_fast(w.y & 0xffffu), v[3] = f16_fast(w.y >> 16);
+    } else if (vec) {
+        const float4 w = *reinterpret_cast<const float4*>(static_cast<const float*>(vc) + row + d0);
+        v[0] = w.x, v[1] = w.y, v[2] = w.z, v[3] = w.w;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] = d0 + e < hd ? kv_at(vc, f16, row + d0 + e) : 0.0f;
+    }
+}
+
+// grid (n_tokens * n_head); block kTile (128 = 4 groups of 32 lanes). Per tile of 128 keys:
+// thread j scores key j; then group g accumulates keys 32g..32g+31 of the tile into its own
+// partial output, lane l owning dims 4l..4l+3 of each 128-dim chunk (coalesced V reads, 32 keys
+// per thread instead of 128). The four partial outputs are summed at the end.
 __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, int64_t hd,
                             int64_t window, float scale, float softcap, const void* kc,
-                            const void* vc, int f16, int vec, const int32_t* n_past, float* out) {
+                            const void* vc, int f16, int kvec, int vvec, const int32_t* n_past,
+                            float* out) {
+    constexpr int kGroups = kTile / 32;
     __shared__ float sh[kTile];
     __shared__ float p[kTile];
     __shared__ float qs[kTile * kMaxDimsPerThread];
+    __shared__ float part[kGroups][kTile * kMaxDimsPerThread];
     const int64_t t = blockIdx.x / n_head, h = blockIdx.x % n_head;
     const int64_t kvh = h / (n_head / n_kv_head), kv_width = n_kv_head * hd;
     const int64_t pos = int64_t(*n_past) + t;
     const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
     const float* qh = q + (t * n_head + h) * hd;
+    const int group = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     for (int64_t i = threadIdx.x; i < hd; i += kTile) qs[i] = qh[i];
     __syncthreads();
-    float acc[kMaxDimsPerThread] = {0, 0, 0, 0};
+    float acc[kMaxDimsPerThread][4];
+#pragma unroll
+    for (int c = 0; c < kMaxDimsPerThread; ++c)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[c][e] = 0.0f;
     float m_run = -INFINITY, l_run = 0.0f;
     for (int64_t base = lo; base <= pos; base += kTile) {
         const int64_t j = base + threadIdx.x;
         float s = -INFINITY;
         if (j <= pos) {
-            s = score(kc, f16, vec, j * kv_width + kvh * hd, hd, qs) * scale;
+            s = score(kc, f16, kvec, j * kv_width + kvh * hd, hd, qs) * scale;
             if (softcap > 0) s = softcap * tanhf(s / softcap);
         }
         const float m_new = fmaxf(m_run, block_reduce<kTile, true>(s, sh));
@@ -135,21 +163,41 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
         l_run = l_run * factor + block_reduce<kTile, false>(pj, sh);  // syncs: p[] is complete
         m_run = m_new;
         const int64_t n = (pos - base + 1) < kTile ? (pos - base + 1) : kTile;
-        for (int k = 0; k < kMaxDimsPerThread; ++k) {
-            const int64_t i = threadIdx.x + int64_t(k) * kTile;
-            if (i >= hd) break;
-            float a = acc[k] * factor;
-#pragma unroll 8
-            for (int64_t jj = 0; jj < n; ++jj)
-                a += p[jj] * kv_at(vc, f16, (base + jj) * kv_width + kvh * hd + i);
-            acc[k] = a;
+#pragma unroll
+        for (int c = 0; c < kMaxDimsPerThread; ++c)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[c][e] *= factor;
+        const int64_t j_end = n < 32 * (group + 1) ? n : 32 * (group + 1);
+#pragma unroll 4
+        for (int64_t jj = 32 * group; jj < j_end; ++jj) {
+            const float w = p[jj];
+            const int64_t row = (base + jj) * kv_width + kvh * hd;
+#pragma unroll
+            for (int c = 0; c < kMaxDimsPerThread; ++c) {
+                const int64_t d0 = int64_t(c) * kTile + 4 * lane;
+                if (d0 >= hd) break;
+                float v[4];
+                v_four(vc, f16, vvec, row, d0, hd, v);
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[c][e] += w * v[e];
+            }
         }
         __syncthreads();  // p[] is rewritten by the next tile
     }
+#pragma unroll
+    for (int c = 0; c < kMaxDimsPerThread; ++c)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int64_t d = int64_t(c) * kTile + 4 * lane + e;
+            if (d < hd) part[group][d] = acc[c][e];
+        }
+    __syncthreads();
     float* o = out + (t * n_head + h) * hd;
-    for (int k = 0; k < kMaxDimsPerThread; ++k) {
-        const int64_t i = threadIdx.x + int64_t(k) * kTile;
-        if (i < hd) o[i] = acc[k] / l_run;
+    for (int64_t i = threadIdx.x; i < hd; i += kTile) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g) sum += part[g][i];
+        o[i] = sum / l_run;
     }
 }
 
@@ -201,12 +249,15 @@ void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                    std::to_string(n_tokens) + " tokens");
     if (n_tokens * n_head <= 0) return;
     // 16-byte K rows: every row offset (j * kv_width + kvh * head_dim elements) is a multiple of
-    // 8 elements and the cache base is 16-byte aligned.
-    const bool vec = head_dim % 8 == 0 && (n_kv_head * head_dim) % 8 == 0 &&
-                     reinterpret_cast<uintptr_t>(k_cache) % 16 == 0;
+    // 8 elements and the cache base is 16-byte aligned; V: 4-element pieces, 8/16-byte aligned.
+    const int64_t kv_width = n_kv_head * head_dim;
+    const bool kvec =
+        head_dim % 8 == 0 && kv_width % 8 == 0 && reinterpret_cast<uintptr_t>(k_cache) % 16 == 0;
+    const bool vvec =
+        head_dim % 4 == 0 && kv_width % 4 == 0 && reinterpret_cast<uintptr_t>(v_cache) % 16 == 0;
     hipLaunchKernelGGL(k_attention, dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(kTile), 0,
                        s, q, n_head, n_kv_head, head_dim, window, scale, softcap, k_cache, v_cache,
-                       f16 ? 1 : 0, vec ? 1 : 0, n_past, out);
+                       f16 ? 1 : 0, kvec ? 1 : 0, vvec ? 1 : 0, n_past, out);
 }
 
 }  // namespace tandem::hip
