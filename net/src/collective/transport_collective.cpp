@@ -5,6 +5,7 @@
 // size without a second thread.
 #include <cstring>
 
+#include "collective/async_sender.h"
 #include "tandem/net/collective_group.h"
 #include "tandem/quant/fp16.h"
 
@@ -22,6 +23,8 @@ TransportCollective::TransportCollective(int rank, std::vector<std::unique_ptr<T
     recv_bufs_.resize(static_cast<size_t>(n));
     parts_.resize(static_cast<size_t>(n));
 }
+
+TransportCollective::~TransportCollective() = default;
 
 void TransportCollective::encode(const float* data, size_t n) {
     if (opts_.wire == WireType::F32) {
@@ -81,6 +84,7 @@ void TransportCollective::exchange(int peer, const char* what) {
 void TransportCollective::all_reduce_sum(float* data, size_t n) {
     const int nr = n_ranks();
     if (nr == 1) return;
+    if (use_ring(n)) return ring_all_reduce(data, n);
     encode(data, n);
     // Our own contribution goes through the same rounding as the others' (bf16 wire), so every
     // rank sums identical values.

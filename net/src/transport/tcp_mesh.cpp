@@ -1,6 +1,7 @@
 // Builds the full mesh of one group: connect down, accept up, hello on every connection.
 #include <cstring>
 
+#include "tandem/net/rdma_transport.h"
 #include "tandem/net/transport_mesh.h"
 
 namespace tandem::net {
@@ -48,13 +49,14 @@ std::vector<std::unique_ptr<Transport>> connect_mesh(int rank,
             throw Error("cluster mesh: cannot reach rank " + std::to_string(k) + " at " +
                         addresses[k].str() + ": " + e.what());
         }
+        const std::string local_ip = local_ip_of(s);
         auto t = make_tcp_transport(std::move(s), opts.tcp);
         t->send(hello(rank, opts.secret), opts.timeout);
         t->recv(msg, opts.timeout);
         if (check_hello(msg, opts.secret, addresses[k].str()) != k)
             throw Error("cluster mesh: " + addresses[k].str() + " is not rank " +
                         std::to_string(k));
-        peers[k] = std::move(t);
+        peers[k] = negotiate_transport(std::move(t), local_ip, opts.rdma, opts.timeout).transport;
     }
     for (int accepted = rank + 1; accepted < n; ++accepted) {
         Socket s = listener.accept(opts.timeout);
@@ -63,6 +65,7 @@ std::vector<std::unique_ptr<Transport>> connect_mesh(int rank,
                         std::to_string(opts.timeout.count()) +
                         " ms for the higher ranks to connect");
         const std::string from = s.peer_address();
+        const std::string local_ip = local_ip_of(s);
         auto t = make_tcp_transport(std::move(s), opts.tcp);
         t->recv(msg, opts.timeout);
         const int k = check_hello(msg, opts.secret, from);
@@ -70,7 +73,7 @@ std::vector<std::unique_ptr<Transport>> connect_mesh(int rank,
             throw Error("cluster mesh: " + from + " claims rank " + std::to_string(k) +
                         ", which is not expected here");
         t->send(hello(rank, opts.secret), opts.timeout);
-        peers[k] = std::move(t);
+        peers[k] = negotiate_transport(std::move(t), local_ip, opts.rdma, opts.timeout).transport;
     }
     return peers;
 }

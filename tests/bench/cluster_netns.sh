@@ -1,0 +1,73 @@
+#!/bin/bash
+# Transport round trip and all-reduce latency between separate processes, over loopback TCP and
+# over a veth pair between two network namespaces (a real kernel network path with its own
+# addresses, routes and devices; no wire in between). Needs root for `ip netns`; the namespaces
+# and links are removed on every exit.
+#
+#   sudo tests/bench/cluster_netns.sh build-rdma [--quick]
+#
+# Prints the markdown tables of bench-cluster-net for: 2 processes over loopback, 2 processes
+# over veth, 3 and 4 processes over loopback.
+set -euo pipefail
+build=${1:?usage: cluster_netns.sh BUILD_DIR [--quick]}
+shift
+bin="$build/bin/bench-cluster-net"
+[[ -x $bin ]] || { echo "missing $bin (configure with -DTANDEM_BUILD_BENCH=ON)" >&2; exit 1; }
+
+ns_a=tandem-bench-a
+ns_b=tandem-bench-b
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    ip netns del "$ns_a" 2>/dev/null || true
+    ip netns del "$ns_b" 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+cleanup
+
+# Runs ranks 1..n-1 in the background (in their namespaces) and rank 0 in the foreground.
+#   run_group "label" "addr0,addr1,..." ns0 ns1 ...   ("-" = the current namespace)
+run_group() {
+    local label=$1 addrs=$2
+    shift 2
+    local namespaces=("$@") r
+    echo
+    echo "### $label"
+    pids=()
+    for ((r = ${#namespaces[@]} - 1; r >= 1; r--)); do
+        if [[ ${namespaces[r]} == - ]]; then
+            "$bin" --rank "$r" --addresses "$addrs" "${bench_args[@]}" &
+        else
+            ip netns exec "${namespaces[r]}" "$bin" --rank "$r" --addresses "$addrs" \
+                "${bench_args[@]}" &
+        fi
+        pids+=($!)
+    done
+    if [[ ${namespaces[0]} == - ]]; then
+        "$bin" --rank 0 --addresses "$addrs" "${bench_args[@]}"
+    else
+        ip netns exec "${namespaces[0]}" "$bin" --rank 0 --addresses "$addrs" "${bench_args[@]}"
+    fi
+    for p in "${pids[@]}"; do wait "$p"; done
+    pids=()
+}
+
+bench_args=("$@")
+
+ip netns add "$ns_a"
+ip netns add "$ns_b"
+ip link add tdm-veth-a netns "$ns_a" type veth peer name tdm-veth-b netns "$ns_b"
+ip -n "$ns_a" addr add 10.199.0.1/24 dev tdm-veth-a
+ip -n "$ns_b" addr add 10.199.0.2/24 dev tdm-veth-b
+for ns in "$ns_a" "$ns_b"; do
+    ip -n "$ns" link set lo up
+done
+ip -n "$ns_a" link set tdm-veth-a up
+ip -n "$ns_b" link set tdm-veth-b up
+
+run_group "2 processes, loopback TCP" 127.0.0.1:47611,127.0.0.1:47612 - -
+run_group "2 processes, veth between network namespaces" 10.199.0.1:47611,10.199.0.2:47612 \
+    "$ns_a" "$ns_b"
+run_group "3 processes, loopback TCP" 127.0.0.1:47621,127.0.0.1:47622,127.0.0.1:47623 - - -
+run_group "4 processes, loopback TCP" \
+    127.0.0.1:47631,127.0.0.1:47632,127.0.0.1:47633,127.0.0.1:47634 - - - -
