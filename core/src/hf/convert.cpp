@@ -115,14 +115,25 @@ DType output_type(const std::string& name, size_t n_dims, DType type) {
 
 ConvertResult convert_hf(const std::filesystem::path& folder, const std::filesystem::path& out,
                          const ConvertOptions& options) {
-    check_type(options.type);
+    if (!options.quant) check_type(options.type);
     const ModelConfig config = load_config(folder);
     const SafetensorsModel model = SafetensorsModel::open(folder);
     const auto plans = plan_tensors(config, model);
 
     gguf::Writer w;
-    detail::write_model_metadata(config, options.name.empty() ? default_name(folder) : options.name,
-                                 file_type_of(options.type), w);
+    detail::write_model_metadata(
+        config, options.name.empty() ? default_name(folder) : options.name,
+        options.quant ? file_type_of(*options.quant) : file_type_of(options.type), w);
+    // With a quant scheme: llama-quantize's type per tensor, as if quantizing an f32 conversion.
+    std::vector<TypeChoice> choices;
+    if (options.quant) {
+        w.set("general.quantization_version", gguf::Value::u32(2));
+        std::vector<TensorDesc> descs;
+        for (const auto& p : plans) descs.push_back({p.name, DType::F32, p.shape});
+        const MixFacts facts{config.arch, int64_t(config.n_layer), int64_t(config.n_expert),
+                             int64_t(config.n_head), int64_t(config.n_head_kv)};
+        choices = plan_quant_types(descs, *options.quant, facts);
+    }
     ConvertResult r;
     r.arch = config.arch;
     if (tokenizer::has_hf_vocab(folder)) {
@@ -145,10 +156,32 @@ ConvertResult convert_hf(const std::filesystem::path& folder, const std::filesys
         log_warn("convert: " + r.vocab_note);
     }
 
+    QuantizeProgress progress;
+    progress.n_tensors = plans.size();
     for (const auto& p : plans) {
-        const DType t = output_type(p.name, p.shape.size(), options.type);
-        w.add_tensor(p.name, t, p.shape, [&p, &model, t](uint8_t* dst, uint64_t nbytes) {
-            encode(make_values(p, model), t, dst, nbytes);
+        uint64_t n = 1;
+        for (auto d : p.shape) n *= d;
+        progress.bytes_total += n * sizeof(float);
+    }
+    for (size_t i = 0; i < plans.size(); ++i) {
+        const DType t = options.quant
+                            ? choices[i].type
+                            : output_type(plans[i].name, plans[i].shape.size(), options.type);
+        w.add_tensor(plans[i].name, t, plans[i].shape, [&, i, t](uint8_t* dst, uint64_t nbytes) {
+            const auto& p = plans[i];
+            progress.tensor_index = i;
+            progress.tensor = p.name;
+            if (options.progress) options.progress(progress);
+            const auto values = make_values(p, model);
+            if (t == DType::F32 || !options.quant) {
+                encode(values, t, dst, nbytes);
+            } else {
+                const int64_t n_per_row = int64_t(p.shape[0]);
+                quantize_rows(t, values.data(), int64_t(values.size()) / n_per_row, n_per_row,
+                              dst, options.threads, "tensor '" + p.name + "'");
+            }
+            progress.bytes_done += values.size() * sizeof(float);
+            if (options.progress) options.progress(progress);
         });
     }
     r.n_tensors = plans.size();
@@ -195,6 +228,16 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
                       const ConvertOptions& options) {
     if (std::filesystem::is_directory(src)) return convert_hf(src, out, options);
     if (!std::filesystem::exists(src)) throw Error("convert: " + src.string() + " does not exist");
+    if (options.quant) {
+        const QuantizeResult q =
+            quantize_gguf(src, out, {*options.quant, options.threads, options.name, options.progress});
+        ConvertResult r;
+        const auto written = gguf::File::open(out, gguf::OpenOptions{.map_all = false});
+        r.arch = written.get_string("general.architecture", "");
+        r.n_tensors = q.n_tensors;
+        r.vocab_written = written.find("tokenizer.ggml.tokens") != nullptr;
+        return r;
+    }
     return convert_gguf(src, out, options);
 }
 

@@ -4,17 +4,24 @@
 // permutation of llama-type models, Gemma's RMSNorm weights stored as (1 + w), tied embeddings
 // without an output tensor, 1-D and norm tensors kept in f32. Streams one tensor at a time.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tandem/common/dtype.h"
 #include "tandem/hf/config.h"
+#include "tandem/hf/quantize.h"
 
 namespace tandem::hf {
 
 struct ConvertOptions {
     DType type = DType::F16;  // F32, F16 or BF16 for the matrices
     std::string name;         // general.name; the source folder's name when empty
+    // Set: quantize straight from the HF weights with llama.cpp's mix for this file type (type
+    // is then ignored); the result equals convert to f32 + quantize_gguf.
+    std::optional<QuantScheme> quant;
+    int threads = 0;  // quantizing threads (0: hardware threads)
+    QuantizeProgressFn progress;
 };
 
 struct ConvertResult {
