@@ -122,14 +122,18 @@ __device__ inline void v_four(const void* vc, int f16, int vec, int64_t row, int
     }
 }
 
-// grid (n_tokens * n_head); block kTile (128 = 4 groups of 32 lanes). Per tile of 128 keys:
+// grid (n_tokens * n_head, n_split); block kTile (128 = 4 groups of 32 lanes). With n_split > 1
+// (decode), split y takes the y-th of n_split equal runs of the token's keys and writes its
+// unnormalised output and (max, sum) to the partial buffers for k_attention_combine; n_split is
+// fixed per launch, the runs follow n_past at run time, so a replayed graph stays valid. Per
+// tile of 128 keys:
 // thread j scores key j; then group g accumulates keys 32g..32g+31 of the tile into its own
 // partial output, lane l owning dims 4l..4l+3 of each 128-dim chunk (coalesced V reads, 32 keys
 // per thread instead of 128). The four partial outputs are summed at the end.
 __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, int64_t hd,
                             int64_t window, float scale, float softcap, const void* kc,
                             const void* vc, int f16, int kvec, int vvec, const int32_t* n_past,
-                            float* out) {
+                            int n_split, float* part_ml, float* part_acc, float* out) {
     constexpr int kGroups = kTile / 32;
     __shared__ float sh[kTile];
     __shared__ float p[kTile];
@@ -139,6 +143,12 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
     const int64_t kvh = h / (n_head / n_kv_head), kv_width = n_kv_head * hd;
     const int64_t pos = int64_t(*n_past) + t;
     const int64_t lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+    int64_t k_lo = lo, k_hi = pos;
+    if (n_split > 1) {
+        const int64_t chunk = (pos - lo + 1 + n_split - 1) / n_split;
+        k_lo = lo + int64_t(blockIdx.y) * chunk;
+        k_hi = k_lo + chunk - 1 < pos ? k_lo + chunk - 1 : pos;
+    }
     const float* qh = q + (t * n_head + h) * hd;
     const int group = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     for (int64_t i = threadIdx.x; i < hd; i += kTile) qs[i] = qh[i];
@@ -149,20 +159,20 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[c][e] = 0.0f;
     float m_run = -INFINITY, l_run = 0.0f;
-    for (int64_t base = lo; base <= pos; base += kTile) {
+    for (int64_t base = k_lo; base <= k_hi; base += kTile) {
         const int64_t j = base + threadIdx.x;
         float s = -INFINITY;
-        if (j <= pos) {
+        if (j <= k_hi) {
             s = score(kc, f16, kvec, j * kv_width + kvh * hd, hd, qs) * scale;
             if (softcap > 0) s = softcap * tanhf(s / softcap);
         }
         const float m_new = fmaxf(m_run, block_reduce<kTile, true>(s, sh));
         const float factor = m_run == -INFINITY ? 0.0f : expf(m_run - m_new);
-        const float pj = j <= pos ? expf(s - m_new) : 0.0f;
+        const float pj = j <= k_hi ? expf(s - m_new) : 0.0f;
         p[threadIdx.x] = pj;
         l_run = l_run * factor + block_reduce<kTile, false>(pj, sh);  // syncs: p[] is complete
         m_run = m_new;
-        const int64_t n = (pos - base + 1) < kTile ? (pos - base + 1) : kTile;
+        const int64_t n = (k_hi - base + 1) < kTile ? (k_hi - base + 1) : kTile;
 #pragma unroll
         for (int c = 0; c < kMaxDimsPerThread; ++c)
 #pragma unroll
@@ -192,6 +202,17 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
             if (d < hd) part[group][d] = acc[c][e];
         }
     __syncthreads();
+    if (n_split > 1) {
+        const int64_t pi = int64_t(blockIdx.x) * n_split + blockIdx.y;
+        for (int64_t i = threadIdx.x; i < hd; i += kTile) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int g = 0; g < kGroups; ++g) sum += part[g][i];
+            part_acc[pi * hd + i] = sum;
+        }
+        if (threadIdx.x == 0) part_ml[2 * pi] = m_run, part_ml[2 * pi + 1] = l_run;
+        return;
+    }
     float* o = out + (t * n_head + h) * hd;
     for (int64_t i = threadIdx.x; i < hd; i += kTile) {
         float sum = 0.0f;
@@ -201,7 +222,41 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
     }
 }
 
+// grid (n_tokens * n_head); block kTile. Merges the n_split partial softmaxes of a (token, head):
+// out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M), M = max_s m_s; empty runs (m_s = -inf)
+// weigh nothing. The run holding the token's own position is never empty, so M is finite.
+__global__ void k_attention_combine(int64_t hd, int n_split, const float* part_ml,
+                                    const float* part_acc, float* out) {
+    const int64_t r = blockIdx.x;
+    const float* ml = part_ml + 2 * r * n_split;
+    float M = -INFINITY;
+    for (int s = 0; s < n_split; ++s) M = fmaxf(M, ml[2 * s]);
+    float L = 0.0f;
+    for (int s = 0; s < n_split; ++s)
+        if (ml[2 * s] != -INFINITY) L += ml[2 * s + 1] * expf(ml[2 * s] - M);
+    for (int64_t i = threadIdx.x; i < hd; i += kTile) {
+        float v = 0.0f;
+        for (int s = 0; s < n_split; ++s)
+            if (ml[2 * s] != -INFINITY)
+                v += part_acc[(r * n_split + s) * hd + i] * expf(ml[2 * s] - M);
+        out[r * hd + i] = v / L;
+    }
+}
+
 }  // namespace
+
+// Decode steps (a few tokens, n_head blocks each) split each token's keys over this many blocks.
+constexpr int kDecodeSplits = 8;
+constexpr int64_t kDecodeMaxTokens = 8;
+
+int attention_splits(int64_t n_tokens) {
+    return n_tokens <= kDecodeMaxTokens ? kDecodeSplits : 1;
+}
+
+uint64_t attention_scratch_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim) {
+    const int n_split = attention_splits(n_tokens);
+    return n_split > 1 ? uint64_t(n_tokens * n_head) * n_split * uint64_t(head_dim + 2) : 0;
+}
 
 int64_t attention_max_head_dim() {
     return int64_t(kTile) * kMaxDimsPerThread;
@@ -237,8 +292,8 @@ void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16
 
 void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, int64_t n_head,
                       int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
-                      float softcap, const void* k_cache, const void* v_cache, bool f16, float* out,
-                      hipStream_t s) {
+                      float softcap, const void* k_cache, const void* v_cache, bool f16,
+                      float* scratch, uint64_t scratch_floats, float* out, hipStream_t s) {
     launch_require(q && k_cache && v_cache && out, "attention", "null tensor");
     launch_require(head_dim > 0 && head_dim <= attention_max_head_dim() && n_kv_head > 0 &&
                        n_head % n_kv_head == 0 && window >= 0 && n_past,
@@ -255,9 +310,18 @@ void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
         head_dim % 8 == 0 && kv_width % 8 == 0 && reinterpret_cast<uintptr_t>(k_cache) % 16 == 0;
     const bool vvec =
         head_dim % 4 == 0 && kv_width % 4 == 0 && reinterpret_cast<uintptr_t>(v_cache) % 16 == 0;
-    hipLaunchKernelGGL(k_attention, dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(kTile), 0,
-                       s, q, n_head, n_kv_head, head_dim, window, scale, softcap, k_cache, v_cache,
-                       f16 ? 1 : 0, kvec ? 1 : 0, vvec ? 1 : 0, n_past, out);
+    // Split decode steps when the caller gave room for the partial results.
+    const uint64_t need = attention_scratch_floats(n_tokens, n_head, head_dim);
+    const int n_split = need && scratch && scratch_floats >= need ? attention_splits(n_tokens) : 1;
+    float* part_ml = scratch;  // [n_tokens * n_head * n_split][2]
+    float* part_acc = n_split > 1 ? scratch + 2 * n_tokens * n_head * n_split : nullptr;
+    const dim3 grid(static_cast<unsigned>(n_tokens * n_head), static_cast<unsigned>(n_split));
+    hipLaunchKernelGGL(k_attention, grid, dim3(kTile), 0, s, q, n_head, n_kv_head, head_dim, window,
+                       scale, softcap, k_cache, v_cache, f16 ? 1 : 0, kvec ? 1 : 0, vvec ? 1 : 0,
+                       n_past, n_split, part_ml, part_acc, out);
+    if (n_split > 1)
+        hipLaunchKernelGGL(k_attention_combine, dim3(static_cast<unsigned>(n_tokens * n_head)),
+                           dim3(kTile), 0, s, head_dim, n_split, part_ml, part_acc, out);
 }
 
 }  // namespace tandem::hip

@@ -122,7 +122,9 @@ class HipBackend final : public Backend {
     uint64_t scratch_bytes() const override { return scratch_.size(); }
     // Staging, step io, MoE hidden rows. (No `override`: the base declares these in newer
     // revisions of backend.h; -Wno-inconsistent-missing-override keeps both building.)
-    virtual uint64_t other_bytes() const { return io_dev_.size() + moe_scratch_.size(); }
+    virtual uint64_t other_bytes() const {
+        return io_dev_.size() + moe_scratch_.size() + attn_scratch_.size();
+    }
     // Bytes/s read + written by one large device-to-device copy (hipMemcpy D2D, 1 GiB or a
     // quarter of the free memory), measured once: decode's yardstick.
     virtual double copy_bandwidth();
@@ -163,7 +165,8 @@ class HipBackend final : public Backend {
     std::vector<Weight> weights_;
     std::vector<Kv> kv_;
     DeviceBuffer scratch_;
-    DeviceBuffer moe_scratch_;  // expert FFN hidden rows [2, n_tok * k, n_ff]
+    DeviceBuffer moe_scratch_;   // expert FFN hidden rows [2, n_tok * k, n_ff]
+    DeviceBuffer attn_scratch_;  // split decode attention: partial (max, sum) and outputs
     PinnedBuffer collective_host_;
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;
@@ -420,6 +423,7 @@ uint64_t HipBackend::step_key(const Graph& g) const {
     f.add(io_dev_.data());
     f.add(staging_.data());
     f.add(moe_scratch_.data());
+    f.add(attn_scratch_.data());
     return f.h;
 }
 
@@ -548,7 +552,7 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                     " scratch bytes, " + std::to_string(scratch_.size()) + " reserved");
     map_host_weights();
     // Every node is checked, and the backend's own buffers sized, before anything is enqueued.
-    uint64_t moe_floats = 0, collective_floats = 0;
+    uint64_t moe_floats = 0, collective_floats = 0, attn_floats = 0;
     for (const Node& n : g.nodes()) {
         check_node(g, n);
         if (n.op == Op::MoeFfn)
@@ -556,6 +560,9 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                 moe_floats, moe_ffn_scratch_floats(g.tensor(n.out).rows(),
                                                    static_cast<int>(g.tensor(n.src[1]).cols() / 2),
                                                    g.tensor(n.src[2]).ne[1]));
+        if (n.op == Op::Attention)
+            attn_floats = std::max(
+                attn_floats, attention_scratch_floats(g.tensor(n.out).rows(), n.i[0], n.i[2]));
         if ((n.op == Op::AllReduce || n.op == Op::AllGather) && multi_rank())
             collective_floats = std::max<uint64_t>(
                 collective_floats,
@@ -564,6 +571,8 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     host_checks(g, io);
     if (moe_floats * sizeof(float) > moe_scratch_.size())
         moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
+    if (attn_floats * sizeof(float) > attn_scratch_.size())
+        attn_scratch_ = DeviceBuffer(attn_floats * sizeof(float));
     if (collective_floats) collective_host_.reserve(collective_floats * sizeof(float));
     layout_io(g, io);
     // Host collectives synchronise mid-step, which a captured graph cannot.
@@ -678,7 +687,8 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             const GraphTensor& kc = g.tensor(n.src[1]);
             launch_attention(f32(n.src[0]), out.rows(), n_past_dev(), n.i[0], n.i[1], n.i[2],
                              n.i[3], n.f[0], n.f[1], data_of(g, n.src[1]), data_of(g, n.src[2]),
-                             kc.type == DType::F16, y, stream_);
+                             kc.type == DType::F16, reinterpret_cast<float*>(attn_scratch_.data()),
+                             attn_scratch_.size() / sizeof(float), y, stream_);
             break;
         }
         case Op::MoeRoute:

@@ -95,7 +95,13 @@ TEST(HipAttention, AttentionOverCache) {
           AttnCase{2, 1, 128, 3, 0, DType::F32, 20, 1},
           // more positions than one tile of 128 keys: the online softmax across tiles
           AttnCase{2, 2, 64, 0, 0, DType::F16, 600, 2},
-          AttnCase{4, 2, 80, 300, 0, DType::F32, 700, 1}}) {
+          AttnCase{4, 2, 80, 300, 0, DType::F32, 700, 1},
+          // more than 8 tokens: one block per (token, head), no key split
+          AttnCase{4, 2, 64, 0, 0, DType::F16, 30, 12},
+          AttnCase{2, 1, 128, 5, 0, DType::F32, 140, 20},
+          // decode steps split their keys over 8 blocks: fewer keys than blocks, odd head_dim
+          AttnCase{2, 2, 36, 0, 0, DType::F16, 0, 2},
+          AttnCase{3, 1, 20, 0, 0, DType::F32, 333, 3}}) {
         const AttnData d = attn_data(c);
         auto h = run_attention(*hip, c, d), r = run_attention(*cpu, c, d);
         const std::string what = std::string(dtype_name(c.kv_type)) + " heads " +
