@@ -8,7 +8,8 @@
 #      achieved GB/s, the device's D2D copy bandwidth) on --backend hip and --backend vulkan,
 #      and a table with the HIP/Vulkan ratios.
 # Usage: hip-run.sh BUNDLE_DIR [OUT_DIR]     (about 4-6 minutes on an H100)
-# Environment: HIP_RUN_STAGES="tests models bench" (default: all), HIP_RUN_TYPES="q4_0 q4_k q8_0",
+# Environment: HIP_RUN_STAGES="tests models bench" (default: all), HIP_RUN_TYPES="q4_0 q4_k q8_0"
+# (q4_k_m: f16 synth + tandem-cli quantize, ~1-2 min more),
 # HIP_RUN_MODELS=/tmp (where the synthetic GGUFs are written; ~18 GB),
 # HIP_RUN_BACKENDS="hip hip-eager vulkan" (hip-eager: step graphs off, first type only).
 set -uo pipefail
@@ -63,6 +64,14 @@ if [[ " $STAGES " == *" bench "* ]]; then
   note "bench: synthetic llama-3.1-8b shapes, pp512 / tg128"
   for q in $TYPES; do
     model="$MODELS/l8b-$q.gguf"
+    if [ ! -f "$model" ] && [ "$q" = q4_k_m ]; then
+      # synth writes one type; the Q4_K_M mix (Q6_K output/attn_v/half of ffn_down) comes from
+      # the quantizer, from an f16 synth (16 GB, about a minute more).
+      [ -f "$MODELS/l8b-f16.gguf" ] ||
+        run tandem-cli synth --like llama-3.1-8b --type f16 -o "$MODELS/l8b-f16.gguf" >/dev/null
+      run tandem-cli quantize "$MODELS/l8b-f16.gguf" "$model" --type q4_k_m >/dev/null 2>&1 ||
+        echo "quantize q4_k_m failed" | tee -a "$OUT/summary.md"
+    fi
     [ -f "$model" ] || run tandem-cli synth --like llama-3.1-8b --type "$q" -o "$model" >/dev/null
     for be in $BACKENDS; do
       # hip-eager: the HIP backend with step graphs off, for the first type only (what graph
