@@ -25,7 +25,8 @@ cleanup() {
 trap cleanup EXIT INT TERM
 cleanup
 
-# Runs ranks 1..n-1 in the background (in their namespaces) and rank 0 in the foreground.
+# Starts ranks 0..n-1 in that order (each connects to the lower ones, which must already listen),
+# each in its namespace; rank 0 prints.
 #   run_group "label" "addr0,addr1,..." ns0 ns1 ...   ("-" = the current namespace)
 run_group() {
     local label=$1 addrs=$2
@@ -34,7 +35,7 @@ run_group() {
     echo
     echo "### $label"
     pids=()
-    for ((r = ${#namespaces[@]} - 1; r >= 1; r--)); do
+    for ((r = 0; r < ${#namespaces[@]}; r++)); do
         if [[ ${namespaces[r]} == - ]]; then
             "$bin" --rank "$r" --addresses "$addrs" "${bench_args[@]}" &
         else
@@ -42,12 +43,8 @@ run_group() {
                 "${bench_args[@]}" &
         fi
         pids+=($!)
+        sleep 0.3
     done
-    if [[ ${namespaces[0]} == - ]]; then
-        "$bin" --rank 0 --addresses "$addrs" "${bench_args[@]}"
-    else
-        ip netns exec "${namespaces[0]}" "$bin" --rank 0 --addresses "$addrs" "${bench_args[@]}"
-    fi
     for p in "${pids[@]}"; do wait "$p"; done
     pids=()
 }

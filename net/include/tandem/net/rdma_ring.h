@@ -109,8 +109,10 @@ class RdmaLink {
 
 struct RingOptions {
     size_t max_message = size_t(1) << 30;
-    // Spin on the completion queue this long before also yielding the CPU while waiting.
-    std::chrono::microseconds busy_poll{200};
+    // Spin on the completion queue this long before also yielding the CPU while waiting. Pure
+    // spinning is the latency floor with a core per waiting thread; on an oversubscribed machine
+    // it delays the very thread it waits for (bench-cluster-net --memory shows both).
+    std::chrono::microseconds busy_poll{20};
 };
 
 // The ring protocol as a Transport. send() and recv() may run on two threads at once.
