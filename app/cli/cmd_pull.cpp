@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "command.h"
+#include "tandem/library/fit_hint.h"
 #include "tandem/library/format.h"
 #include "tandem/library/paths.h"
 #include "tandem/library/pull.h"
@@ -61,10 +62,15 @@ tandem::cli::Register reg(
             if (o->list) {
                 HfClient hub(po.download.http);
                 auto groups = group_gguf_files(hub.list_files(spec.repo, spec.revision));
-                std::printf("%-24s %6s %12s\n", "QUANT", "FILES", "SIZE");
+                // FIT: a size-only estimate against this machine's available memory (the
+                // context is planned once the file is here: tandem-cli list).
+                const FitHintOptions fit_options;
+                std::printf("%-24s %6s %12s %-7s\n", "QUANT", "FILES", "SIZE", "FIT");
                 for (const auto& g : groups)
-                    std::printf("%-24s %6zu %12s%s\n", g.quant.c_str(), g.files.size(),
+                    std::printf("%-24s %6zu %12s %-7s%s\n", g.quant.c_str(), g.files.size(),
                                 human_bytes(g.total_size()).c_str(),
+                                fit_label(fit_hint_for_download(g.total_size(), fit_options).verdict)
+                                    .c_str(),
                                 g.complete() ? "" : "  (incomplete split)");
                 return 0;
             }
