@@ -46,6 +46,22 @@ int main(int argc, char** argv) {
     s->add_flag("--no-devices", serve.no_devices, "Announce no devices (skip loading backends)");
     s->add_option("--state-file", serve.state_file,
                   "Write a JSON snapshot (peers, code) here on change");
+    s->add_flag("--no-cluster", serve.no_cluster, "Do not serve tensor-parallel sessions");
+    s->add_option("--cluster-port", serve.cluster_port,
+                  "Also serve cluster sessions over plain TCP on this port (shared secret)");
+    s->add_option("--cluster-secret", serve.cluster_secret, "Shared secret for --cluster-port");
+    s->add_option("--cluster-secret-file", serve.cluster_secret_file,
+                  "File holding the shared secret (first line)");
+    s->add_flag("--static-only", serve.static_only,
+                "Serve only --cluster-port (no discovery, pairing or encrypted channels)");
+    s->add_option("--backend", serve.backend, "Backend for cluster shards: cpu, vulkan or hip")
+        ->capture_default_str();
+    s->add_option("--device", serve.device, "Device index within the backend");
+    s->add_option("--threads", serve.threads, "CPU threads (0: physical cores)");
+    s->add_option("--models", serve.model_dirs,
+                  "Folder with model files (a shard is read locally when the file matches)");
+    s->add_option("--shard-cache", serve.shard_cache,
+                  "Folder for shards streamed by a coordinator (default ~/.cache/tandem/shards)");
 
     std::string address, code, expect, node_id;
     auto* p = app.add_subcommand("pair", "Pair with a node: type the code it shows");

@@ -2,6 +2,7 @@
 // tandem-node's subcommands, one function each; each returns the process exit code.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tandem/net/node_service.h"
 
@@ -24,6 +25,16 @@ struct ServeOptions {
     bool no_pairing = false;
     bool no_devices = false;
     std::string state_file;  // JSON snapshot for scripts and tests, rewritten on change
+    // Cluster sessions (tensor parallel): to paired peers over their SecureChannels, and with
+    // --cluster-port also over plain TCP to coordinators that know the shared secret.
+    bool no_cluster = false;
+    bool static_only = false;  // only the plain TCP cluster port: no discovery, no pairing
+    uint16_t cluster_port = 0;
+    std::string cluster_secret, cluster_secret_file;
+    std::string backend = "cpu";
+    int device = 0, threads = 0;
+    std::vector<std::string> model_dirs;
+    std::string shard_cache;  // default: $XDG_CACHE_HOME/tandem/shards
 };
 
 int run_serve(const CommonOptions& common, const ServeOptions& serve);

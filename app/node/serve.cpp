@@ -7,7 +7,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+#include <fstream>
+
 #include "node_commands.h"
+#include "tandem/common/error.h"
+#include "tandem/net/cluster_worker.h"
 #include "tandem/backend/registry.h"
 #include "tandem/common/log.h"
 
@@ -92,6 +97,31 @@ void write_state(const std::string& file, const std::string& text) {
     if (ok) ::rename(tmp.c_str(), file.c_str());
 }
 
+net::WorkerOptions worker_options(const CommonOptions& common, const ServeOptions& serve) {
+    net::WorkerOptions wo;
+    wo.name = common.name;
+    wo.backend = serve.backend;
+    wo.device = serve.device;
+    wo.threads = serve.threads;
+    for (const auto& d : serve.model_dirs) wo.model_dirs.emplace_back(d);
+    wo.secret = serve.cluster_secret;
+    if (!serve.cluster_secret_file.empty()) {
+        std::ifstream in(serve.cluster_secret_file);
+        if (!in) throw Error("cannot read " + serve.cluster_secret_file);
+        std::getline(in, wo.secret);
+    }
+    if (!serve.shard_cache.empty()) {
+        wo.cache_dir = serve.shard_cache;
+    } else {
+        const char* xdg = std::getenv("XDG_CACHE_HOME");
+        const char* home = std::getenv("HOME");
+        wo.cache_dir = xdg && *xdg ? fs::path(xdg) / "tandem" / "shards"
+                       : home      ? fs::path(home) / ".cache" / "tandem" / "shards"
+                                   : fs::temp_directory_path() / "tandem-shards";
+    }
+    return wo;
+}
+
 }  // namespace
 
 int run_serve(const CommonOptions& common, const ServeOptions& serve) {
@@ -102,6 +132,29 @@ int run_serve(const CommonOptions& common, const ServeOptions& serve) {
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
+    std::unique_ptr<net::ClusterWorker> worker;
+    std::unique_ptr<net::Listener> cluster_listener;
+    if (!serve.no_cluster) {
+        net::WorkerOptions wo = worker_options(common, serve);
+        worker = std::make_unique<net::ClusterWorker>(wo);
+        if (serve.cluster_port != 0 || serve.static_only) {
+            if (wo.secret.empty())
+                throw Error("--cluster-port needs --cluster-secret or --cluster-secret-file");
+            cluster_listener = std::make_unique<net::Listener>(serve.cluster_port, "");
+            worker->start_tcp(*cluster_listener);
+            std::printf("cluster port %u (shared secret)\n", unsigned(cluster_listener->port()));
+            std::fflush(stdout);
+        }
+    }
+    if (serve.static_only) {
+        if (!worker) throw Error("--static-only needs cluster sessions (drop --no-cluster)");
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        log_info("node: stopping");
+        worker->stop();
+        return 0;
+    }
+
     net::NodeConfig cfg;
     cfg.home = home_of(common);
     cfg.name = common.name;
@@ -110,6 +163,11 @@ int run_serve(const CommonOptions& common, const ServeOptions& serve) {
     cfg.discovery = discovery_config(common);
     if (!serve.no_devices) cfg.backends = local_backends();
     net::NodeService node(cfg);
+    if (worker) {
+        // Sessions from paired peers reach the other workers over SecureChannels too.
+        worker->set_paired(&node.identity(), &node.peers());
+        node.set_channel_handler(net::cluster_channel_handler(*worker));
+    }
     node.start();
     std::printf("node %s (%s) serving on TCP port %u\n", node.identity().node_id().c_str(),
                 node.name().c_str(), unsigned(node.port()));

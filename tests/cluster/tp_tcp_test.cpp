@@ -9,32 +9,11 @@
 
 #include "../engine/engine_fixture.h"
 #include "mesh_fixture.h"
+#include "tp_reference.h"
 #include "tandem/planner/shard_shape.h"
 
 namespace tandem::test {
 namespace {
-
-const std::vector<int32_t> kIds = {1, 17, 300, 42, 42, 7, 999, 3, 250, 11};
-
-int argmax(const float* v, int64_t n) {
-    return static_cast<int>(std::max_element(v, v + n) - v);
-}
-
-// Prefill 6 tokens, decode the other 4 one at a time, then 8 greedy tokens. Returns all logits
-// and the greedy tokens.
-void run_engine(engine::Engine& e, std::vector<float>& logits, std::vector<int32_t>& greedy) {
-    e.decode(std::span(kIds).first(6), logits, true);
-    std::vector<float> step;
-    for (size_t t = 6; t < kIds.size(); ++t) {
-        e.decode(std::span(kIds).subspan(t, 1), step);
-        logits.insert(logits.end(), step.begin(), step.end());
-    }
-    greedy.clear();
-    for (int g = 0; g < 8; ++g) {
-        greedy.push_back(argmax(step.data(), e.n_vocab()));
-        e.decode(std::span(greedy).last(1), step);
-    }
-}
 
 void check_split(const std::string& name, const std::vector<double>& shares, int64_t ff_align,
                  net::WireType wire = net::WireType::F32, double tol = 1e-5) {
@@ -96,13 +75,54 @@ TEST(ClusterTcp, Bf16WireStaysClose) {
     check_split("llama-tiny", {1, 1}, 128, net::WireType::BF16, 2e-2);
 }
 
-TEST(ClusterTcp, ThreeRanksOfTwoKvHeadsIsRefusedClearly) {
-    // Every hf-tiny model has at most 2 KV heads: 3 ranks cannot each hold a whole GQA group.
+// Three ranks with unequal shares: every hf-tiny model has <= 2 KV heads, so some KV heads are
+// replicated on two ranks while the Q heads stay split (each rank within one GQA group).
+TEST(ClusterTcp, LlamaThreeUnequalRanksReplicateKvHeads) {
     auto path = tiny_gguf("llama-tiny");
     if (!path) GTEST_SKIP() << "fixture not found: hf-tiny/llama-tiny";
-    auto file = std::make_shared<gguf::File>(gguf::File::open(*path));
-    const auto hp = engine::read_hparams(*file);
-    EXPECT_THROW(planner::shard_by_shares(hp, 0, {1, 1, 1}, 128), Error);
+    const auto hp = engine::read_hparams(gguf::File::open(*path));
+    // 8 Q heads in 2 groups of 4, shares 2:1:1: rank 0 takes group 0, ranks 1 and 2 share
+    // group 1 (KV head 1 on both).
+    const std::vector<double> shares = {2, 1, 1};
+    auto s0 = planner::shard_by_shares(hp, 0, shares, 128);
+    auto s1 = planner::shard_by_shares(hp, 1, shares, 128);
+    auto s2 = planner::shard_by_shares(hp, 2, shares, 128);
+    EXPECT_EQ(s0.q_begin(hp), 0);
+    EXPECT_EQ(s0.q_end(hp), 4);
+    EXPECT_EQ(s1.q_begin(hp), 4);
+    EXPECT_EQ(s1.q_end(hp), 6);
+    EXPECT_EQ(s2.q_end(hp), 8);
+    EXPECT_EQ(s1.kv_head_begin, 1);
+    EXPECT_EQ(s2.kv_head_begin, 1);
+    check_split("llama-tiny", shares, 128);
+}
+TEST(ClusterTcp, Qwen2ThreeUnequalRanks) {
+    check_split("qwen2-tiny", {1, 2, 1}, 128);
+}
+TEST(ClusterTcp, Qwen3ThreeUnequalRanks) {
+    check_split("qwen3-tiny", {2, 1, 1}, 128);
+}
+TEST(ClusterTcp, Qwen3MoeThreeUnequalRanks) {
+    check_split("qwen3moe-tiny", {2, 1, 1}, 128);
+}
+TEST(ClusterTcp, Gemma3TwoRanksShareItsOneKvHead) {
+    check_split("gemma3-tiny", {1, 1}, 128);
+}
+TEST(ClusterTcp, Gemma3ThreeUnequalRanks) {
+    check_split("gemma3-tiny", {2, 1, 1}, 128);
+}
+TEST(ClusterTcp, MoreRanksThanHeadsIsRefusedClearly) {
+    auto path = tiny_gguf("qwen2-tiny");
+    if (!path) GTEST_SKIP() << "fixture not found: hf-tiny/qwen2-tiny";
+    const auto hp = engine::read_hparams(gguf::File::open(*path));
+    try {
+        planner::shard_by_shares(hp, 0, std::vector<double>(5, 1.0), 64);
+        FAIL() << "5 ranks of 4 heads accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("4 attention heads cannot be split 5 ways"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(ClusterTcp, StoppedRankFailsTheStepFastAndCoordinatorAnswersLocally) {

@@ -45,6 +45,7 @@ void Engine::decode(std::span<const int32_t> ids, std::vector<float>& logits, bo
         if (id < 0 || id >= n_vocab)
             throw Error("engine: token id " + std::to_string(id) + " outside the vocabulary of " +
                         std::to_string(n_vocab));
+    if (listener_) listener_->on_decode(n_past(), ids, all_logits);
     const size_t need = static_cast<size_t>((all_logits ? n : 1) * n_vocab);
     if (logits.size() != need) logits.resize(need);
     StepIO& io = io_;
@@ -70,6 +71,13 @@ size_t Engine::keep_prefix(std::span<const int32_t> tokens) {
     if (k == tokens.size() && k > 0) --k;  // the last token runs again for its logits
     tokens_.resize(k);
     return k;
+}
+
+void Engine::truncate(int64_t n) {
+    if (n < 0 || n > n_past())
+        throw Error("engine: cannot keep " + std::to_string(n) + " of " +
+                    std::to_string(n_past()) + " cached tokens");
+    tokens_.resize(static_cast<size_t>(n));
 }
 
 uint64_t Engine::decode_weight_bytes() const {

@@ -93,8 +93,8 @@ class Loader {
 void load_layers(Model& m, Loader& L) {
     const HParams& hp = m.hp;
     const ShardSpec& s = m.shard;
-    const int64_t E = hp.n_embd, hd = hp.head_dim, group = hp.n_head / hp.n_kv_head;
-    const int64_t q_b = s.kv_head_begin * group * hd, q_e = s.kv_head_end * group * hd;
+    const int64_t E = hp.n_embd, hd = hp.head_dim;
+    const int64_t q_b = s.q_begin(hp) * hd, q_e = s.q_end(hp) * hd;
     const int64_t kv_b = s.kv_head_begin * hd, kv_e = s.kv_head_end * hd;
     const bool gemma = hp.arch == Arch::Gemma3;
     const bool qk_norm = hp.arch == Arch::Qwen3 || hp.arch == Arch::Qwen3Moe || gemma;
@@ -185,6 +185,21 @@ std::shared_ptr<Model> load_model(std::shared_ptr<const gguf::File> file, const 
     if (shard.kv_head_end <= shard.kv_head_begin || shard.kv_head_end > hp.n_kv_head ||
         shard.vocab_end <= shard.vocab_begin || shard.vocab_end > hp.n_vocab)
         throw Error(file->path().string() + ": shard ranges outside the model");
+    {
+        // Local Q heads must map onto local KV heads as in an unsplit model: whole groups, or
+        // part of one group (its KV head replicated on several ranks).
+        const int64_t group = hp.n_head / hp.n_kv_head, qb = shard.q_begin(hp),
+                      qe = shard.q_end(hp);
+        const bool whole_groups =
+            qb == shard.kv_head_begin * group && qe == shard.kv_head_end * group;
+        const bool in_one_group = shard.kv_head_end - shard.kv_head_begin == 1 &&
+                                  qb >= shard.kv_head_begin * group && qe <= shard.kv_head_end * group;
+        if (qe <= qb || !(whole_groups || in_one_group))
+            throw Error(file->path().string() + ": shard Q heads [" + std::to_string(qb) + ", " +
+                        std::to_string(qe) + ") do not fit KV heads [" +
+                        std::to_string(shard.kv_head_begin) + ", " +
+                        std::to_string(shard.kv_head_end) + ")");
+    }
     Loader L(*m, *file);
     m->tok_embd = L.get("token_embd.weight", {hp.n_embd, hp.n_vocab});
     m->rope_freqs = L.get("rope_freqs.weight", {hp.n_rot / 2}, false);

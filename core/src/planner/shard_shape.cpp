@@ -31,8 +31,8 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 Cut cut_of(const Weight& w, bool is_output, const HParams& hp, const ShardSpec& s) {
     if (is_output) return {CutKind::Rows, s.vocab_begin, s.vocab_end};
-    const int64_t hd = hp.head_dim, group = hp.n_kv_head ? hp.n_head / hp.n_kv_head : 1;
-    const int64_t q_b = s.kv_head_begin * group * hd, q_e = s.kv_head_end * group * hd;
+    const int64_t hd = hp.head_dim;
+    const int64_t q_b = s.q_begin(hp) * hd, q_e = s.q_end(hp) * hd;
     const int64_t kv_b = s.kv_head_begin * hd, kv_e = s.kv_head_end * hd;
     const std::string_view n = w.name;
     if (ends_with(n, ".attn_q.weight") || ends_with(n, ".attn_q.bias"))
@@ -93,6 +93,33 @@ std::vector<int64_t> boundaries(int64_t units, const std::vector<double>& shares
             std::clamp<int64_t>(v, b[static_cast<size_t>(k - 1)] + 1, units - (n - k));
     }
     b[static_cast<size_t>(n)] = units;
+    return b;
+}
+
+// More ranks than KV heads: Q-head boundaries proportional to shares such that every rank's
+// heads lie in one GQA group (so it holds exactly one KV head, replicated on the other ranks
+// of that group, and its local heads map onto it as in an unsplit model). Each rank gets at
+// least one head and every group at least one rank.
+std::vector<int64_t> replicated_kv_boundaries(const HParams& hp,
+                                              const std::vector<double>& shares) {
+    const int n = static_cast<int>(shares.size());
+    const int64_t H = hp.n_head, KV = hp.n_kv_head, group = H / KV;
+    double total = 0;
+    for (double s : shares) total += s;
+    std::vector<int64_t> b(static_cast<size_t>(n) + 1, 0);
+    double acc = 0;
+    for (int k = 0; k < n - 1; ++k) {
+        acc += shares[static_cast<size_t>(k)];
+        const int64_t pos = b[static_cast<size_t>(k)];
+        const int64_t left = n - 1 - k;  // ranks after this one
+        const int64_t group_end = (pos / group + 1) * group;
+        // The ranks after this one cover whole groups from our end on, one group at most each.
+        const int64_t lo = std::max(pos + 1, (KV - left) * group);
+        const int64_t hi = std::min(group_end, H - left);
+        const auto want = static_cast<int64_t>(std::llround(double(H) * acc / total));
+        b[static_cast<size_t>(k) + 1] = std::clamp(want, lo, std::max(lo, hi));
+    }
+    b[static_cast<size_t>(n)] = H;
     return b;
 }
 
@@ -190,8 +217,8 @@ ShardSpec shard_by_shares(const HParams& hp, int rank, const std::vector<double>
                     " invalid");
     for (double s : shares)
         if (!(s > 0)) throw Error("shard: every share must be positive");
-    if (hp.n_kv_head < n)
-        throw Error("shard: " + std::to_string(hp.n_kv_head) + " KV heads cannot be split " +
+    if (hp.n_head < n)
+        throw Error("shard: " + std::to_string(hp.n_head) + " attention heads cannot be split " +
                     std::to_string(n) + " ways");
     if (n > 1 && hp.n_ff > 0 && hp.n_ff / ff_align < n)
         throw Error("shard: FFN width " + std::to_string(hp.n_ff) + " has fewer than " +
@@ -203,9 +230,18 @@ ShardSpec shard_by_shares(const HParams& hp, int rank, const std::vector<double>
     ShardSpec s;
     s.rank = rank;
     s.n_ranks = n;
-    auto kv = boundaries(hp.n_kv_head, shares);
-    s.kv_head_begin = kv[r];
-    s.kv_head_end = kv[r + 1];
+    if (n <= hp.n_kv_head) {
+        auto kv = boundaries(hp.n_kv_head, shares);
+        s.kv_head_begin = kv[r];
+        s.kv_head_end = kv[r + 1];
+    } else {
+        auto q = replicated_kv_boundaries(hp, shares);
+        const int64_t group = hp.n_head / hp.n_kv_head;
+        s.q_head_begin = q[r];
+        s.q_head_end = q[r + 1];
+        s.kv_head_begin = q[r] / group;
+        s.kv_head_end = s.kv_head_begin + 1;
+    }
     if (hp.n_ff > 0) {
         const int64_t align = n > 1 ? ff_align : 1;
         auto ff = boundaries(hp.n_ff / align, shares);

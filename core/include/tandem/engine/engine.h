@@ -20,6 +20,15 @@ struct EngineOptions {
     int64_t n_batch = 512;       // most tokens per prefill step
 };
 
+// Told about every decode() before it runs (after its checks). A tensor-parallel coordinator
+// forwards the call to its workers so every rank runs the same steps on the same tokens.
+class StepListener {
+  public:
+    virtual ~StepListener() = default;
+    // n_past: cached tokens the step starts from (the caller may have dropped some since).
+    virtual void on_decode(int64_t n_past, std::span<const int32_t> ids, bool all_logits) = 0;
+};
+
 class Engine {
   public:
     Engine(std::shared_ptr<const Model> model, std::unique_ptr<Backend> backend,
@@ -42,9 +51,12 @@ class Engine {
     // run again to give logits) and returns its length; the caller then decodes the rest.
     size_t keep_prefix(std::span<const int32_t> tokens);
     void clear() { tokens_.clear(); }
+    // Keeps the first n cached tokens (a tensor-parallel worker following its coordinator).
+    void truncate(int64_t n);
 
     // Tensor-parallel group this engine's shard belongs to (nullptr: alone).
     void set_collective(Collective* c) { backend_->set_collective(c); }
+    void set_step_listener(StepListener* l) { listener_ = l; }
     // Bytes of weights read by one decode step (all weights of this shard but the embedding
     // table, of which one row is read).
     uint64_t decode_weight_bytes() const;
@@ -62,6 +74,7 @@ class Engine {
     StepIO io_;  // reused: a decode step allocates nothing
     std::map<std::pair<int64_t, bool>, Graph> graphs_;
     uint64_t scratch_peak_ = 0;
+    StepListener* listener_ = nullptr;
 };
 
 }  // namespace tandem::engine

@@ -48,7 +48,10 @@ HParams read_hparams(const gguf::File& file);
 // heads, FFN columns, experts and vocabulary rows. One rank holds everything.
 struct ShardSpec {
     int rank = 0, n_ranks = 1;
-    int64_t kv_head_begin = 0, kv_head_end = 0;  // q heads follow: n_head/n_kv_head per kv head
+    int64_t kv_head_begin = 0, kv_head_end = 0;
+    // Q heads; -1: the whole groups of the KV heads above. A split over more ranks than KV heads
+    // gives each rank part of one group, and the group's KV head is replicated on those ranks.
+    int64_t q_head_begin = -1, q_head_end = -1;
     int64_t ff_begin = 0, ff_end = 0;            // dense FFN columns
     int64_t expert_begin = 0, expert_end = 0;
     int64_t vocab_begin = 0, vocab_end = 0;  // output-head rows
@@ -57,6 +60,13 @@ struct ShardSpec {
     // Even split of rank `rank` of n: kv heads, FFN columns in multiples of `ff_align`
     // (a quant block), experts and vocab rows. Throws when the model cannot be split n ways.
     static ShardSpec even(const HParams& hp, int rank, int n, int64_t ff_align = 256);
+
+    int64_t q_begin(const HParams& hp) const {
+        return q_head_begin >= 0 ? q_head_begin : kv_head_begin * (hp.n_head / hp.n_kv_head);
+    }
+    int64_t q_end(const HParams& hp) const {
+        return q_head_end >= 0 ? q_head_end : kv_head_end * (hp.n_head / hp.n_kv_head);
+    }
 };
 
 // One weight: ggml shape {ne0, ne1, ne2}, bytes on the host, and its slot in the backend.
@@ -133,7 +143,7 @@ struct Model {
     uint64_t weight_bytes() const;
     // Local head counts of this shard.
     int64_t n_kv_head_local() const { return shard.kv_head_end - shard.kv_head_begin; }
-    int64_t n_head_local() const { return n_kv_head_local() * (hp.n_head / hp.n_kv_head); }
+    int64_t n_head_local() const { return shard.q_end(hp) - shard.q_begin(hp); }
 };
 
 // Loads the weights this shard needs (whole model for ShardSpec::whole). Throws tandem::Error
