@@ -5,6 +5,7 @@
 //
 //   bench-quantize-model [--like llama-3.2-1b] [--in-type f16] [--threads N] [--dir DIR]
 //                  [--types q8_0,q4_0,...] [--llama-quantize PATH]
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@ struct Run {
 // Runs `child` in a forked process; its wall time and peak RSS.
 template <typename F>
 Run measure(F&& child) {
+    std::fflush(nullptr);  // or the child would print the parent's buffered lines again
     const auto t0 = std::chrono::steady_clock::now();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -119,12 +121,17 @@ int main(int argc, char** argv) {
             const double out_mb = double(std::filesystem::file_size(out)) / 1e6;
             std::printf("| %s | tandem | %.1f | %.0f | %.0f | %.0f |\n", name.c_str(), ours.seconds,
                         in_mb / ours.seconds, out_mb, ours.max_rss_kib / 1024.0);
+            std::fflush(stdout);
             std::filesystem::remove(out);
             if (llama.empty()) continue;
             const std::string upper = std::string(tandem::hf::quant_scheme_name(*scheme));
             const Run ref = measure([&] {
                 const std::string t = std::to_string(threads);
                 const std::string o = out.string() + ".llama";
+                // Its per-tensor log would bury the table.
+                const int devnull = open("/dev/null", O_WRONLY);
+                dup2(devnull, STDOUT_FILENO);
+                dup2(devnull, STDERR_FILENO);
                 execl(llama.c_str(), llama.c_str(), input.c_str(), o.c_str(), upper.c_str(),
                       t.c_str(), static_cast<char*>(nullptr));
                 return 127;
@@ -137,6 +144,7 @@ int main(int argc, char** argv) {
             std::printf("| %s | ratio tandem/llama | %.2fx speed | | | %.2fx RSS |\n", name.c_str(),
                         ref.seconds / ours.seconds,
                         double(ours.max_rss_kib) / double(std::max(1L, ref.max_rss_kib)));
+            std::fflush(stdout);
             std::filesystem::remove(lo);
         }
     } catch (const std::exception& e) {
