@@ -87,8 +87,7 @@ TEST(RingCollective, EveryRankGetsTheSameBitsInTheDocumentedOrder) {
 }
 
 TEST(RingCollective, AutoUsesTheRingOnlyForLargeMessagesOnThreeOrMoreRanks) {
-    net::CollectiveOptions o;  // Auto
-    o.ring_min_bytes = 64 << 10;
+    net::CollectiveOptions o;  // Auto, default ring_min_bytes (128 KiB)
     for (int ranks : {2, 3, 4}) {
         std::vector<uint64_t> small(4), large(4);
         auto errors = run_group(

@@ -33,7 +33,7 @@ struct CollectiveOptions {
     // Auto: the ring from this many bytes on the wire per rank (3-4 ranks; measured crossover,
     // docs/cluster.md), the direct exchange below it and always for 2 ranks.
     AllReduceAlgo all_reduce = AllReduceAlgo::Auto;
-    size_t ring_min_bytes = size_t(64) << 10;
+    size_t ring_min_bytes = size_t(128) << 10;
 };
 
 class TransportCollective : public Collective {
