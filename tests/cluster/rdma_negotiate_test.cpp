@@ -144,15 +144,16 @@ TEST(RdmaNegotiate, FallsBackToTcpWithTheReasonLoggedOnce) {
         cx.transport->send(msg, net::Millis(1000));
         cy.transport->recv(got, net::Millis(1000));
         EXPECT_EQ(got, msg);
-        if (round == 0) {
-            ASSERT_EQ(lines.size(), 2u);
-            for (const auto& l : lines) {
-                EXPECT_NE(l.find("using TCP to "), std::string::npos) << l;
-                EXPECT_NE(l.find("not RDMA: "), std::string::npos) << l;
-            }
-        }
     }
-    EXPECT_EQ(lines.size(), 2u) << "the second connection must not log the same reasons again";
+    // x's reason is new to this process (other tests may have logged y's already); it was logged
+    // once although two connections gave it.
+    size_t x_lines = 0;
+    for (const auto& l : lines) {
+        EXPECT_NE(l.find("using TCP to "), std::string::npos) << l;
+        EXPECT_NE(l.find("not RDMA: "), std::string::npos) << l;
+        x_lines += l.find("this host: RDMA is switched off") != std::string::npos;
+    }
+    EXPECT_EQ(x_lines, 1u);
     set_log_sink(old);
 }
 
