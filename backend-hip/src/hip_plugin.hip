@@ -98,8 +98,14 @@ extern "C" __attribute__((visibility("default"))) tandem::BackendFactory* tandem
     int count = 0;
     hipError_t e = hipGetDeviceCount(&count);
     if (e != hipSuccess || count == 0) {
+#if defined(TANDEM_HIP_ON_CUDA)
+        *err = std::string("no HIP device (") + hipGetErrorString(e) +
+               "); this build runs through CUDA and needs an NVIDIA GPU with a driver at least as "
+               "new as its CUDA runtime";
+#else
         *err = std::string("no HIP device (") + hipGetErrorString(e) +
                "); ROCm needs /dev/kfd and a supported AMD GPU";
+#endif
         return nullptr;
     }
     return new tandem::hip::HipFactory(count);
