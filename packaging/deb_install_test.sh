@@ -39,6 +39,32 @@ for elf in "$root"/usr/bin/* "$root"/usr/lib/tandem/*.so*; do
   case "$rp" in *"$build"*) fail "$elf has RUNPATH into the build tree: $rp" ;; esac
 done
 
+# Every library a packaged program or core library links directly must come from a package named
+# in Depends (backend plugins are exempt: they skip themselves when their runtime is absent, which
+# is why libvulkan1 is only suggested). Catches a new link (libsodium, libibverbs, Qt modules)
+# that the hand-written Depends list forgot.
+owner_package() { # merged /usr: dpkg may know a library under /lib or /usr/lib
+  local real p
+  real=$(readlink -f "$1")
+  for p in "$1" "$real" "${real#/usr}" "/usr$1"; do
+    dpkg -S "$p" 2> /dev/null | head -n1 | cut -d: -f1 | grep . && return 0
+  done
+  return 0
+}
+depends=$(dpkg-deb --field "$deb" Depends | tr ',' '\n' | sed 's/[[:space:]]*(.*//; s/^[[:space:]]*//; s/[[:space:]]*$//')
+for elf in "$root"/usr/bin/* "$root"/usr/lib/tandem/libtandem-core.so*; do
+  [ -f "$elf" ] && readelf -h "$elf" > /dev/null 2>&1 || continue
+  for needed in $(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    case "$needed" in libtandem* | ld-linux*) continue ;; esac
+    path=$(env -u LD_LIBRARY_PATH ldd "$elf" | awk -v n="$needed" '$1 == n { print $3 }')
+    [ -n "$path" ] && [ -e "$path" ] || fail "$elf needs $needed, which is not found"
+    pkg=$(owner_package "$path")
+    [ -n "$pkg" ] || { echo "note: $needed ($path) belongs to no Debian package"; continue; }
+    echo "$depends" | grep -qx "$pkg" ||
+      fail "$(basename "$elf") links $needed from package $pkg, which Depends does not name"
+  done
+done
+
 cli=$root/usr/bin/tandem-cli
 version=$(env -u LD_LIBRARY_PATH -u TANDEM_PLUGIN_DIR "$cli" --version)
 echo "$version"
