@@ -135,6 +135,7 @@ tandem::cli::Register chat_reg(
                 }
                 if (line.empty()) continue;
                 messages.push_back({{"role", "user"}, {"content", line}});
+                tandem::cli::recover_cluster(m);  // the heartbeat may have found a dead node
                 try {
                     messages.push_back(
                         {{"role", "assistant"}, {"content", reply(m, *s, messages)}});
@@ -142,6 +143,7 @@ tandem::cli::Register chat_reg(
                     // A full context ends the turn, not the session.
                     messages.erase(messages.end() - 1);
                     std::fprintf(stderr, "error: %s\n", e.what());
+                    tandem::cli::recover_cluster(m);  // a node failed: re-plan or go local
                 }
             }
             return 0;

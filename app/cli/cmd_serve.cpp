@@ -67,8 +67,10 @@ tandem::cli::Register reg(
             if (id.empty()) id = std::filesystem::path(o->rt.model).stem().string();
             auto m = tandem::cli::open_model(o->rt, true);
             if (!m.tok) throw tandem::Error("serve: " + o->rt.model + " has no vocabulary");
-            auto gen = std::make_unique<tandem::server::EngineGenerator>(id, std::move(m.engine),
-                                                                         std::move(*m.tok));
+            std::unique_ptr<tandem::server::Generator> gen =
+                std::make_unique<tandem::server::EngineGenerator>(id, std::move(m.engine),
+                                                                  std::move(*m.tok));
+            if (m.cluster) gen = tandem::cli::recovering_generator(std::move(gen), m);
             tandem::server::ApiServer api(std::move(gen), o->api);
             tandem::server::HttpServer http(
                 o->host, static_cast<uint16_t>(o->port), o->http,

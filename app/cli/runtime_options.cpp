@@ -18,6 +18,7 @@ void add_runtime_options(CLI::App& sub, RuntimeOptions& o) {
         ->check(CLI::IsMember({"f16", "f32"}))
         ->capture_default_str();
     sub.add_option("--batch", o.batch, "most tokens per prefill step")->capture_default_str();
+    add_cluster_options(sub, o.cluster);
 }
 
 const tokenizer::Tokenizer& OpenModel::tokenizer() const {
@@ -28,6 +29,7 @@ const tokenizer::Tokenizer& OpenModel::tokenizer() const {
 }
 
 OpenModel open_model(const RuntimeOptions& o, bool with_tokenizer) {
+    if (!o.cluster.nodes.empty()) return open_cluster_model(o, with_tokenizer);
     OpenModel r;
     auto file = std::make_shared<gguf::File>(gguf::File::open(o.model));
     auto hp = engine::read_hparams(*file);

@@ -7,8 +7,13 @@
 #include <optional>
 #include <string>
 
+#include "cluster_options.h"
 #include "tandem/engine/engine.h"
 #include "tandem/tokenizer/tokenizer.h"
+
+namespace tandem::net {
+class ClusterCoordinator;
+}
 
 namespace tandem::cli {
 
@@ -20,12 +25,14 @@ struct RuntimeOptions {
     int64_t ctx = 4096;  // 0: the model's training context
     std::string kv_type = "f16";
     int64_t batch = 512;
+    ClusterCliOptions cluster;  // --cluster...
 };
 
 // Adds -m/--model (required) and the runtime options to a subcommand.
 void add_runtime_options(CLI::App& sub, RuntimeOptions& opts);
 
 struct OpenModel {
+    std::shared_ptr<net::ClusterCoordinator> cluster;  // --cluster: drives `engine` (rank 0)
     std::shared_ptr<engine::Model> model;
     std::unique_ptr<engine::Engine> engine;
     std::optional<tokenizer::Tokenizer> tok;        // absent when the file has no vocabulary

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <map>
 
 #include "../engine/engine_fixture.h"
@@ -329,6 +332,54 @@ TEST(ClusterPaired, TensorParallelOverEncryptedChannelsMatchesSingleProcess) {
                   std::string::npos)
             << e.what();
     }
+}
+
+}  // namespace
+}  // namespace tandem::test
+
+namespace tandem::test {
+namespace {
+
+std::string run_cli(const std::string& args) {
+    const std::string cmd = (bin_dir() / "tandem-cli").string() + " " + args + " 2>/dev/null";
+    std::string out;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+        char buf[4096];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+        ::pclose(p);
+    }
+    return out;
+}
+
+std::vector<float> read_f32(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::vector<char> b((std::istreambuf_iterator<char>(in)), {});
+    std::vector<float> v(b.size() / 4);
+    std::memcpy(v.data(), b.data(), v.size() * 4);
+    return v;
+}
+
+TEST_F(ClusterNodes, CliEvalAndGenerateWithThreeNodesMatchOneProcess) {
+    auto path = tiny_gguf("qwen2-tiny");
+    if (!path) GTEST_SKIP() << "fixture not found: hf-tiny/qwen2-tiny";
+    ASSERT_TRUE(a_ && a_->port() && b_ && b_->port());
+    const auto dir = temp_dir("cluster-cli");
+    // f32 KV as in the engine tests: f16 rounding of K/V would amplify last-bit differences.
+    const std::string model = "-m " + path->string() + " --threads 1 --ctx 64 --kv-type f32 ";
+    const std::string cluster = "--cluster " + a_->address() + "," + b_->address() +
+                                " --cluster-secret " + kSecret + " --cluster-shares 1,2,1 ";
+    const std::string ids = "--ids 1,17,300,42,42,7,999,3 ";
+    run_cli("eval " + model + ids + "--logits-out " + (dir / "one.f32").string());
+    run_cli("eval " + model + cluster + ids + "--logits-out " + (dir / "three.f32").string());
+    const auto one = read_f32(dir / "one.f32"), three = read_f32(dir / "three.f32");
+    ASSERT_EQ(one.size(), 8u * 1024u);
+    ASSERT_EQ(three.size(), one.size());
+    EXPECT_LT(max_rel_row_error(three, one, 1024), 1e-5);
+    const std::string gen = "generate " + model + ids + "-n 12 --print-ids --ignore-eos ";
+    const std::string want = run_cli(gen), got = run_cli(gen + cluster);
+    EXPECT_FALSE(want.empty());
+    EXPECT_EQ(got, want);
 }
 
 }  // namespace
