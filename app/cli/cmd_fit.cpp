@@ -94,9 +94,7 @@ std::vector<planner::DeviceBudget> local_device(const FitCliOptions& o) {
     const auto devs = f->devices();
     if (o.device < 0 || o.device >= static_cast<int>(devs.size()))
         throw Error("fit: backend '" + o.backend + "' has no device " + std::to_string(o.device));
-    const DeviceInfo& d = devs[static_cast<size_t>(o.device)];
-    return {{o.backend + ":" + std::to_string(d.index), d.memory_free,
-             planner::runtime_overhead(d.type)}};
+    return {planner::budget_of(devs[static_cast<size_t>(o.device)])};
 }
 
 std::string range(int64_t b, int64_t e) {

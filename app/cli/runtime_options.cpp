@@ -1,7 +1,10 @@
 #include "runtime_options.h"
 
+#include "tandem/backend/backend.h"
+#include "tandem/backend/registry.h"
 #include "tandem/common/error.h"
 #include "tandem/common/log.h"
+#include "tandem/planner/fit.h"
 #include "tandem/tokenizer/vocab.h"
 
 namespace tandem::cli {
@@ -28,6 +31,25 @@ const tokenizer::Tokenizer& OpenModel::tokenizer() const {
     return *tok;
 }
 
+namespace {
+
+// A model that does not fit the device is refused before anything is allocated, with the
+// planner's message ("does not fit: needs 71.2 GiB on vulkan:0, 64.0 GiB free (...)").
+void refuse_if_too_big(const engine::Model& model, const RuntimeOptions& o,
+                       const engine::EngineOptions& eo) {
+    BackendFactory* f = BackendRegistry::instance().factory(o.backend);
+    if (!f) return;  // create_backend says which backends exist
+    const auto devs = f->devices();
+    if (o.device < 0 || o.device >= static_cast<int>(devs.size())) return;
+    planner::FitOptions fo;
+    fo.n_ctx = eo.n_ctx > 0 ? eo.n_ctx : model.hp.n_ctx_train;
+    fo.n_batch = eo.n_batch;
+    fo.kv_type = eo.kv_type;
+    planner::fit(model, {planner::budget_of(devs[static_cast<size_t>(o.device)])}, fo);
+}
+
+}  // namespace
+
 OpenModel open_model(const RuntimeOptions& o, bool with_tokenizer) {
     if (!o.cluster.nodes.empty()) return open_cluster_model(o, with_tokenizer);
     OpenModel r;
@@ -42,6 +64,7 @@ OpenModel open_model(const RuntimeOptions& o, bool with_tokenizer) {
     eo.n_ctx = o.ctx;
     eo.kv_type = o.kv_type == "f32" ? DType::F32 : DType::F16;
     eo.n_batch = o.batch;
+    refuse_if_too_big(*r.model, o, eo);
     r.engine =
         std::make_unique<engine::Engine>(r.model, create_backend(o.backend, o.device, bo), eo);
     return r;

@@ -76,7 +76,7 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool) {
     if (static_cast<size_t>(slot) >= weights_.size()) weights_.resize(slot + 1);
     Weight& dst = weights_[slot];
     if (dst.buf.buffer) {
-        weight_bytes_ -= dst.buf.size;
+        weight_bytes_ -= dst.buf.allocated;
         ctx_->destroy(dst.buf);
     }
     dst.desc = w;
@@ -88,7 +88,7 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool) {
         const auto* f = static_cast<const float*>(w.data);
         dst.host_f32.assign(f, f + w.ne[0]);
     }
-    weight_bytes_ += dst.buf.size;
+    weight_bytes_ += dst.buf.allocated;
 }
 
 void VulkanBackend::allocate_kv(const std::vector<KvDesc>& kv) {
@@ -108,7 +108,7 @@ void VulkanBackend::allocate_kv(const std::vector<KvDesc>& kv) {
         const uint64_t n = row_bytes(d.type, static_cast<uint64_t>(d.width)) * uint64_t(d.n_ctx);
         kv_.push_back(ctx_->create_device_buffer(n, "KV cache " + std::to_string(i)));
         ctx_->fill_zero(kv_.back());
-        kv_bytes_ += n;
+        kv_bytes_ += kv_.back().allocated;
     }
 }
 

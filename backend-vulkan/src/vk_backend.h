@@ -31,9 +31,14 @@ class VulkanBackend final : public Backend {
     void reserve_scratch(uint64_t bytes) override;
     void compute(const Graph& graph, const StepIO& io) override;
     void set_collective(Collective* c) override { collective_ = c; }
+    // As allocated (the driver's sizes, counted by the context at vkAllocateMemory).
     uint64_t weight_bytes() const override { return weight_bytes_; }
     uint64_t kv_bytes() const override { return kv_bytes_; }
-    uint64_t scratch_bytes() const override { return scratch_.size; }
+    uint64_t scratch_bytes() const override { return scratch_.allocated; }
+    // Step inputs/outputs, MoE expert activations, collective and upload staging buffers.
+    uint64_t other_bytes() const override {
+        return ctx_->live_bytes() - weight_bytes_ - kv_bytes_ - scratch_.allocated;
+    }
 
   private:
     // Where a tensor lives: which buffer (for hazard tracking) and its device address.

@@ -120,6 +120,10 @@ Buffer Context::create_buffer(uint64_t size, VkMemoryPropertyFlags want,
         throw Error("vulkan: cannot allocate " + std::to_string(size) + " bytes for " + what +
                     " on '" + pd_.info.name + "' (VkResult " + std::to_string(r) + ")");
     }
+    b.allocated = req.size;
+    live_bytes_ += b.allocated;
+    peak_bytes_ = std::max(peak_bytes_, live_bytes_);
+    ++n_allocations_;
     check(vkBindBufferMemory(device_, b.buffer, b.memory, 0), "vkBindBufferMemory");
     if (mem_.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
         check(vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
@@ -147,6 +151,7 @@ void Context::destroy(Buffer& b) {
     if (b.mapped) vkUnmapMemory(device_, b.memory);
     if (b.buffer) vkDestroyBuffer(device_, b.buffer, nullptr);
     if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
+    live_bytes_ -= b.allocated;
     b = Buffer{};
 }
 

@@ -20,6 +20,7 @@ struct Buffer {
     uint64_t size = 0;
     uint64_t address = 0;    // device address of byte 0
     void* mapped = nullptr;  // host pointer when the memory is host-visible
+    uint64_t allocated = 0;  // bytes of memory behind it as allocated (the driver's size)
 };
 
 class Context {
@@ -44,6 +45,11 @@ class Context {
     VkCommandPool command_pool() const { return pool_; }
     const PhysicalDevice& physical() const { return pd_; }
     uint32_t subgroup_size() const { return pd_.subgroup_size; }
+    // Every vkAllocateMemory of this context (buffers of the backend and the staging buffer),
+    // counted where it happens: bytes held now, the most held at once, allocations made.
+    uint64_t live_bytes() const { return live_bytes_; }
+    uint64_t peak_bytes() const { return peak_bytes_; }
+    uint64_t n_allocations() const { return n_allocations_; }
 
     // Runs one command buffer and waits for it (fence reused).
     void submit_and_wait(VkCommandBuffer cb);
@@ -62,6 +68,7 @@ class Context {
     VkFence fence_ = VK_NULL_HANDLE;
     VkPhysicalDeviceMemoryProperties mem_{};
     Buffer staging_;
+    uint64_t live_bytes_ = 0, peak_bytes_ = 0, n_allocations_ = 0;
 };
 
 }  // namespace tandem::vk

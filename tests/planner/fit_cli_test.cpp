@@ -49,5 +49,25 @@ TEST(FitCli, TableAndRefusal) {
     EXPECT_NE(bad.out.find("unknown unit 'xb'"), std::string::npos) << bad.out;
 }
 
+// Running a model whose plan does not fit the device's free memory is refused before anything
+// is allocated: a 4M-token f16 cache of this model needs ~32 GiB of KV alone, more than any CI
+// machine has free (the CPU device reports MemAvailable); the refusal comes at once, with the
+// planner's figures, instead of an allocation failure or the OOM killer.
+TEST(FitCli, RunRefusesAModelThatDoesNotFit) {
+    const auto cli = test::bin_dir() / "tandem-cli";
+    if (!std::filesystem::exists(cli)) GTEST_SKIP() << "tandem-cli not built: " << cli;
+    const auto model = test::temp_dir("planner-cli-run") / "m.gguf";
+    test::write_llama(model, {});
+    const std::string base = cli.string() + " generate -m " + model.string() + " --ids 1,2 -n 1";
+    const CliRun no = run(base + " --ctx 4000000");
+    EXPECT_EQ(no.rc, 1) << no.out;
+    EXPECT_NE(no.out.find("error: does not fit: needs "), std::string::npos) << no.out;
+    EXPECT_NE(no.out.find(" on cpu:0, "), std::string::npos) << no.out;
+    EXPECT_NE(no.out.find("for 4000000 tokens"), std::string::npos) << no.out;
+    // The same model at a context that fits runs.
+    const CliRun ok = run(base + " --ctx 256");
+    EXPECT_EQ(ok.rc, 0) << ok.out;
+}
+
 }  // namespace
 }  // namespace tandem::planner

@@ -1,5 +1,8 @@
-// The planner's per-device figures against what the CPU backend actually allocates when the
-// engine runs the same model, shard, context and batch (weight_bytes/kv_bytes/scratch_bytes).
+// The planner's per-device figures against what the backends actually allocate when the engine
+// runs the same model, shard, context and batch: the CPU backend's buffers, and the Vulkan
+// backend's device memory as counted at vkAllocateMemory (weights, KV, scratch; everything else
+// it holds, e.g. step I/O and staging, must fit the planned runtime overhead). Scratch is
+// reserved once when the engine is created and must not grow over the steps.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -7,6 +10,7 @@
 
 #include "fixtures.h"
 #include "tandem/backend/backend.h"
+#include "tandem/backend/registry.h"
 #include "tandem/engine/engine.h"
 #include "tandem/engine/synth.h"
 #include "tandem/hf/convert.h"
@@ -18,44 +22,83 @@ namespace tandem::planner {
 namespace {
 
 struct Measured {
-    uint64_t weights = 0, kv = 0, scratch = 0;
+    uint64_t weights = 0, kv = 0, scratch = 0, other = 0;
+    uint64_t scratch_at_start = 0;  // before the first step
+    DeviceType device = DeviceType::Cpu;
 };
 
+// Empty when `backend` can run step graphs here, else why not (for GTEST_SKIP).
+std::string unavailable(const std::string& backend) {
+    BackendFactory* f = BackendRegistry::instance().factory(backend);
+    if (!f) return backend + " backend not available (plugin not built or no driver)";
+    if (f->devices().empty()) return backend + " backend has no device";
+    if (!create_backend(backend, 0, BackendOptions{1})->can_compute())
+        return backend + " backend cannot compute yet";
+    return {};
+}
+
 // Runs a prefill of `batch` tokens and one decode step: the step shapes the plan covers.
-Measured run_engine(std::shared_ptr<engine::Model> model, const PlanOptions& o) {
-    auto backend = create_backend("cpu", 0, BackendOptions{1});
+Measured run_engine(std::shared_ptr<engine::Model> model, const PlanOptions& o,
+                    const std::string& backend_name) {
+    auto backend = create_backend(backend_name, 0, BackendOptions{1});
     engine::Engine eng(model, std::move(backend), {o.n_ctx, o.kv_type, o.n_batch});
+    Measured m;
+    m.scratch_at_start = eng.backend().scratch_bytes();
     std::vector<int32_t> ids(static_cast<size_t>(o.n_batch));
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i % 7 + 1);
     std::vector<float> logits;
     eng.decode(ids, logits, o.all_logits);
     const int32_t one = 3;
     eng.decode({&one, 1}, logits, o.all_logits);
-    return {eng.backend().weight_bytes(), eng.backend().kv_bytes(), eng.backend().scratch_bytes()};
+    const Backend& b = eng.backend();
+    m.weights = b.weight_bytes();
+    m.kv = b.kv_bytes();
+    m.scratch = b.scratch_bytes();
+    m.other = b.other_bytes();
+    m.device = b.device().type;
+    return m;
 }
 
 void expect_close(uint64_t plan, uint64_t measured, const char* what, const std::string& label) {
     const double rel = measured ? std::abs(double(plan) - double(measured)) / double(measured) : 0;
-    std::printf("  %-28s %-8s plan %12llu  measured %12llu  (%.3f%%)\n", label.c_str(), what,
+    std::printf("  %-34s %-8s plan %12llu  measured %12llu  (%.3f%%)\n", label.c_str(), what,
                 static_cast<unsigned long long>(plan), static_cast<unsigned long long>(measured),
                 rel * 100);
     EXPECT_GT(measured, 0u) << label << " " << what;
     EXPECT_LE(rel, 0.02) << label << " " << what;
 }
 
+void expect_plan(const DevicePlan& plan, const Measured& m, const std::string& l,
+                 bool all_logits = false) {
+    expect_close(plan.weight_bytes, m.weights, "weights", l);
+    expect_close(plan.kv_bytes, m.kv, "kv", l);
+    expect_close(plan.scratch_bytes, m.scratch, "scratch", l);
+    // All-logits steps are the one shape the engine cannot know of in advance.
+    if (!all_logits) {
+        EXPECT_EQ(m.scratch_at_start, m.scratch) << l << ": scratch grew after the first step";
+    }
+    const uint64_t overhead = runtime_overhead(m.device);
+    if (m.other) {
+        std::printf("  %-34s %-8s %llu bytes (planned overhead %llu)\n", l.c_str(), "other",
+                    static_cast<unsigned long long>(m.other),
+                    static_cast<unsigned long long>(overhead));
+        EXPECT_LE(m.other, overhead) << l;
+    }
+}
+
 void check_model(const std::filesystem::path& gguf_path, int n_ranks, const PlanOptions& o,
-                 const std::string& label) {
+                 const std::string& label, const std::string& backend = "cpu") {
     auto whole = engine::load_model(gguf_path);
     for (int rank = 0; rank < n_ranks; ++rank) {
         const auto shard = n_ranks == 1 ? engine::ShardSpec::whole(whole->hp)
                                         : engine::ShardSpec::even(whole->hp, rank, n_ranks);
         const DevicePlan plan = plan_device(*whole, shard, o, 0);
         auto model = n_ranks == 1 ? whole : engine::load_model(whole->file, shard);
-        const Measured m = run_engine(model, o);
-        const std::string l = label + " " + std::to_string(rank) + "/" + std::to_string(n_ranks);
-        expect_close(plan.weight_bytes, m.weights, "weights", l);
-        expect_close(plan.kv_bytes, m.kv, "kv", l);
-        expect_close(plan.scratch_bytes, m.scratch, "scratch", l);
+        const Measured m = run_engine(model, o, backend);
+        expect_plan(
+            plan, m,
+            backend + " " + label + " " + std::to_string(rank) + "/" + std::to_string(n_ranks),
+            o.all_logits);
     }
 }
 
@@ -98,12 +141,35 @@ TEST(PlanVsBackend, ShardLoaderHoldsThePlannedWeights) {
             ShardLoadStats st;
             auto model = load_shard(out, shard, &st);
             EXPECT_EQ(model->weight_bytes(), plan.weight_bytes);
-            const Measured m = run_engine(model, o);
-            const std::string l = "shard " + std::to_string(rank) + "/" + std::to_string(n);
-            expect_close(plan.weight_bytes, m.weights, "weights", l);
-            expect_close(plan.kv_bytes, m.kv, "kv", l);
-            expect_close(plan.scratch_bytes, m.scratch, "scratch", l);
+            expect_plan(plan, run_engine(model, o, "cpu"),
+                        "load_shard " + std::to_string(rank) + "/" + std::to_string(n));
         }
+}
+
+TEST(PlanVsBackend, HfTinyModelsOnVulkan) {
+    if (const std::string why = unavailable("vulkan"); !why.empty()) GTEST_SKIP() << why;
+    TANDEM_FIXTURE_OR_SKIP(root, "hf-tiny");
+    const auto dir = test::temp_dir("planner-hf-vk");
+    for (const char* name :
+         {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen3moe-tiny", "gemma3-tiny"}) {
+        const auto out = dir / (std::string(name) + ".gguf");
+        hf::convert_hf(*root_opt / name, out, {DType::F16, name});
+        check_model(out, 1, {128, 8, DType::F16, false}, name, "vulkan");
+    }
+}
+
+TEST(PlanVsBackend, SynthModelsAndShardsOnVulkan) {
+    if (const std::string why = unavailable("vulkan"); !why.empty()) GTEST_SKIP() << why;
+    const auto dir = test::temp_dir("planner-synth-vk");
+    for (const char* like : {"tiny-llama", "tiny-qwen3moe"}) {
+        const auto out = dir / (std::string(like) + ".gguf");
+        engine::write_synthetic_model(like, DType::Q8_0, out);
+        check_model(out, 1, {256, 8, DType::F16, false}, like, "vulkan");
+        check_model(out, 2, {256, 8, DType::F16, false}, like, "vulkan");
+    }
+    const auto out = dir / "llama-8kv.gguf";
+    test::write_llama(out, {});
+    check_model(out, 3, {512, 4, DType::F32, false}, "llama-8kv", "vulkan");
 }
 
 }  // namespace

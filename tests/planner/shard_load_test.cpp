@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -77,8 +78,22 @@ TEST(ShardLoad, WeightsEqualTheEngineLoadersSlices) {
         }
 }
 
+// Bytes of this process's address space mapped from `file` (/proc/self/maps).
+uint64_t mapped_from(const std::filesystem::path& file) {
+    std::ifstream f("/proc/self/maps");
+    const std::string want = std::filesystem::canonical(file).string();
+    uint64_t total = 0;
+    for (std::string line; std::getline(f, line);) {
+        const size_t slash = line.find('/');
+        if (slash == std::string::npos || line.substr(slash) != want) continue;
+        uint64_t lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2) total += hi - lo;
+    }
+    return total;
+}
+
 struct ChildReport {
-    uint64_t read = 0, rss = 0, ok = 0;
+    uint64_t read = 0, rss = 0, mapped = 0, ok = 0;
 };
 
 // Loads the shard and runs one prefill step in a fresh child; returns its growth.
@@ -98,7 +113,9 @@ ChildReport measure_in_child(const engine::ShardSpec& shard, const PlanOptions& 
             mallopt(M_MMAP_THRESHOLD, 128 * 1024);
             malloc_trim(0);
             const uint64_t rss0 = rss_bytes(), read0 = rchar();
+            const uint64_t mapped0 = mapped_from(model_path());  // the parent's model, inherited
             auto model = load_shard(model_path(), shard);
+            r.mapped = mapped_from(model_path()) - mapped0;  // nothing more of the file mapped
             engine::Engine eng(model, create_backend("cpu", 0, BackendOptions{1}),
                                {o.n_ctx, o.kv_type, o.n_batch});
             std::vector<int32_t> ids(static_cast<size_t>(o.n_batch), 5);
@@ -138,6 +155,7 @@ TEST(ShardLoad, ChildGrowsByShardNotModel) {
                 "%.1f MB), model %.1f MB\n",
                 rank, n, r.read / 1e6, plan.weight_bytes / 1e6, r.rss / 1e6, expect_rss / 1e6,
                 model_bytes / 1e6);
+            EXPECT_EQ(r.mapped, 0u) << "load_shard left part of the model file mapped";
             EXPECT_NEAR(double(r.read), double(plan.weight_bytes), 0.05 * plan.weight_bytes);
             EXPECT_NEAR(double(r.rss), expect_rss, 0.05 * expect_rss);
             EXPECT_LT(double(r.rss), 0.75 * double(model_bytes));

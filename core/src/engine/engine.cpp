@@ -14,10 +14,18 @@ Engine::Engine(std::shared_ptr<const Model> model, std::unique_ptr<Backend> back
     cache_.kv_type = options.kv_type;
     n_batch_ = std::max<int64_t>(1, std::min(options.n_batch, cache_.n_ctx));
     // The model (held by this engine) keeps the mapping alive, so backends may use it in place.
-    for (const Weight* w : model_->weights())
+    for (const Weight* w : model_->weights()) {
+        if (!w->data)
+            throw Error("engine: weight '" + w->name + "' has no data (a layout-only model)");
         backend_->upload_weight(w->slot, WeightDesc{w->name, w->type, w->ne, w->data, w->nbytes},
                                 true);
+    }
     backend_->allocate_kv(kv_layout(*model_, cache_));
+    // Scratch is reserved once, before the first step, for the larger of a decode step and a
+    // full prefill batch (every step in between needs no more): planned, never grown, and the
+    // figure the memory planner computes. Only all-logits steps may need more later.
+    graph_for(1, false);
+    graph_for(n_batch_, false);
     positions_.resize(static_cast<size_t>(n_batch_));
     tokens_.reserve(static_cast<size_t>(cache_.n_ctx));  // the cache's token list never reallocates
 }

@@ -1,10 +1,12 @@
 // Builds a Model from a GGUF file: finds every tensor an architecture needs, checks its shape
-// against the hyper-parameters, and takes this shard's slice of it: row slices are views into the
-// mapping, column slices are copied row by row (whole quant blocks) into buffers the model owns.
+// against the hyper-parameters, and takes this shard's slice of it (weight_cut.h, the rule the
+// planner uses too): row slices are views into the mapping, column slices are copied row by row
+// (whole quant blocks) into buffers the model owns. A layout-only load takes no data at all.
 #include <cstring>
 
 #include "tandem/common/error.h"
 #include "tandem/engine/model.h"
+#include "tandem/engine/weight_cut.h"
 
 namespace tandem::engine {
 
@@ -18,7 +20,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 class Loader {
   public:
-    Loader(Model& m, const gguf::File& f) : m_(m), f_(f) {}
+    Loader(Model& m, const gguf::File& f, bool layout_only)
+        : m_(m), f_(f), layout_only_(layout_only) {}
 
     // The whole tensor, checked against `shape` (ggml order). Absent: error, or an empty Weight
     // when optional.
@@ -37,50 +40,30 @@ class Loader {
         w.name = name;
         w.type = t->type;
         for (size_t i = 0; i < 3; ++i) w.ne[i] = i < shape.size() ? shape[i] : 1;
-        w.data = f_.tensor_data(*t);
+        w.data = layout_only_ ? nullptr : f_.tensor_data(*t);
         w.nbytes = t->nbytes;
         return w;
     }
 
-    // Slice [b, e) of the outermost dimension (rows, or experts for 3-D): contiguous.
-    static Weight outer(Weight w, int64_t b, int64_t e) {
-        if (!w.present()) return w;
-        const int dim = w.ne[2] > 1 ? 2 : (w.ne[1] > 1 ? 1 : 0);
-        uint64_t unit = 0;  // bytes of one index of that dimension
-        if (dim == 0) {
-            const auto& tr = dtype_traits(w.type);
-            if (b % tr.block_elems || (e % tr.block_elems && e != w.ne[0]))
-                throw Error("tensor '" + w.name + "': slice not in whole blocks");
-            w.data += row_bytes(w.type, static_cast<uint64_t>(b));
-            w.ne[0] = e - b;
-            w.nbytes = row_bytes(w.type, static_cast<uint64_t>(e - b));
+    // This shard's part of a whole weight: a view for a row slice, a copy assembled row by row
+    // for a column slice, only the shape and size when loading the layout.
+    Weight slice(Weight w, const WeightCut& cut) {
+        if (!w.present() || cut.kind == CutKind::None) return w;
+        const CutLayout c = cut_layout(w.name, w.type, w.ne, cut);
+        w.ne = c.ne;
+        w.nbytes = c.nbytes;
+        if (!w.data) return w;
+        if (c.spans.size() == 1) {
+            w.data += c.spans[0].offset;
             return w;
         }
-        unit =
-            row_bytes(w.type, static_cast<uint64_t>(w.ne[0])) * (dim == 2 ? uint64_t(w.ne[1]) : 1);
-        w.data += unit * static_cast<uint64_t>(b);
-        w.ne[dim] = e - b;
-        w.nbytes = unit * static_cast<uint64_t>(e - b);
-        return w;
-    }
-
-    // Columns [b, e) of a 2-D weight: copied row by row.
-    Weight columns(Weight w, int64_t b, int64_t e) {
-        if (!w.present() || (b == 0 && e == w.ne[0])) return w;
-        const auto& tr = dtype_traits(w.type);
-        if (b % tr.block_elems || e % tr.block_elems)
-            throw Error("tensor '" + w.name + "': column slice [" + std::to_string(b) + ", " +
-                        std::to_string(e) + ") not in whole " + std::string(tr.name) + " blocks");
-        const uint64_t src_row = row_bytes(w.type, static_cast<uint64_t>(w.ne[0]));
-        const uint64_t off = row_bytes(w.type, static_cast<uint64_t>(b));
-        const uint64_t len = row_bytes(w.type, static_cast<uint64_t>(e - b));
-        const int64_t rows = w.ne[1] * w.ne[2];
-        auto buf = std::make_unique<uint8_t[]>(len * static_cast<uint64_t>(rows));
-        for (int64_t r = 0; r < rows; ++r)
-            std::memcpy(buf.get() + len * r, w.data + src_row * r + off, len);
+        auto buf = std::make_unique<uint8_t[]>(c.nbytes);
+        uint64_t at = 0;
+        for (const ByteSpan& sp : c.spans) {
+            std::memcpy(buf.get() + at, w.data + sp.offset, sp.size);
+            at += sp.size;
+        }
         w.data = buf.get();
-        w.ne[0] = e - b;
-        w.nbytes = len * static_cast<uint64_t>(rows);
         m_.owned.push_back(std::move(buf));
         return w;
     }
@@ -88,14 +71,13 @@ class Loader {
   private:
     Model& m_;
     const gguf::File& f_;
+    bool layout_only_;
 };
 
+// Every layer weight whole (shape-checked views); cut_weights() takes the shard's part.
 void load_layers(Model& m, Loader& L) {
     const HParams& hp = m.hp;
-    const ShardSpec& s = m.shard;
     const int64_t E = hp.n_embd, hd = hp.head_dim;
-    const int64_t q_b = s.q_begin(hp) * hd, q_e = s.q_end(hp) * hd;
-    const int64_t kv_b = s.kv_head_begin * hd, kv_e = s.kv_head_end * hd;
     const bool gemma = hp.arch == Arch::Gemma3;
     const bool qk_norm = hp.arch == Arch::Qwen3 || hp.arch == Arch::Qwen3Moe || gemma;
     m.layers.resize(static_cast<size_t>(hp.n_layer));
@@ -103,19 +85,19 @@ void load_layers(Model& m, Loader& L) {
         Layer& l = m.layers[static_cast<size_t>(il)];
         const std::string p = "blk." + std::to_string(il) + ".";
         l.attn_norm = L.get(p + "attn_norm.weight", {E});
-        l.wq = Loader::outer(L.get(p + "attn_q.weight", {E, hp.n_head * hd}), q_b, q_e);
-        l.wk = Loader::outer(L.get(p + "attn_k.weight", {E, hp.n_kv_head * hd}), kv_b, kv_e);
-        l.wv = Loader::outer(L.get(p + "attn_v.weight", {E, hp.n_kv_head * hd}), kv_b, kv_e);
+        l.wq = L.get(p + "attn_q.weight", {E, hp.n_head * hd});
+        l.wk = L.get(p + "attn_k.weight", {E, hp.n_kv_head * hd});
+        l.wv = L.get(p + "attn_v.weight", {E, hp.n_kv_head * hd});
         if (hp.arch == Arch::Qwen2) {
-            l.bq = Loader::outer(L.get(p + "attn_q.bias", {hp.n_head * hd}), q_b, q_e);
-            l.bk = Loader::outer(L.get(p + "attn_k.bias", {hp.n_kv_head * hd}), kv_b, kv_e);
-            l.bv = Loader::outer(L.get(p + "attn_v.bias", {hp.n_kv_head * hd}), kv_b, kv_e);
+            l.bq = L.get(p + "attn_q.bias", {hp.n_head * hd});
+            l.bk = L.get(p + "attn_k.bias", {hp.n_kv_head * hd});
+            l.bv = L.get(p + "attn_v.bias", {hp.n_kv_head * hd});
         }
         if (qk_norm) {
             l.q_norm = L.get(p + "attn_q_norm.weight", {hd});
             l.k_norm = L.get(p + "attn_k_norm.weight", {hd});
         }
-        l.wo = L.columns(L.get(p + "attn_output.weight", {hp.n_head * hd, E}), q_b, q_e);
+        l.wo = L.get(p + "attn_output.weight", {hp.n_head * hd, E});
         if (gemma) {
             l.post_attn_norm = L.get(p + "post_attention_norm.weight", {E});
             l.post_ffn_norm = L.get(p + "post_ffw_norm.weight", {E});
@@ -124,19 +106,19 @@ void load_layers(Model& m, Loader& L) {
         if (hp.arch == Arch::Qwen3Moe) {
             const int64_t X = hp.n_expert, F = hp.n_ff_exp;
             l.ffn_router = L.get(p + "ffn_gate_inp.weight", {E, X});
-            l.gate_exps = Loader::outer(L.get(p + "ffn_gate_exps.weight", {E, F, X}),
-                                        s.expert_begin, s.expert_end);
-            l.up_exps = Loader::outer(L.get(p + "ffn_up_exps.weight", {E, F, X}), s.expert_begin,
-                                      s.expert_end);
-            l.down_exps = Loader::outer(L.get(p + "ffn_down_exps.weight", {F, E, X}),
-                                        s.expert_begin, s.expert_end);
+            l.gate_exps = L.get(p + "ffn_gate_exps.weight", {E, F, X});
+            l.up_exps = L.get(p + "ffn_up_exps.weight", {E, F, X});
+            l.down_exps = L.get(p + "ffn_down_exps.weight", {F, E, X});
         } else {
             const int64_t F = hp.n_ff;
-            l.ffn_gate = Loader::outer(L.get(p + "ffn_gate.weight", {E, F}), s.ff_begin, s.ff_end);
-            l.ffn_up = Loader::outer(L.get(p + "ffn_up.weight", {E, F}), s.ff_begin, s.ff_end);
-            l.ffn_down = L.columns(L.get(p + "ffn_down.weight", {F, E}), s.ff_begin, s.ff_end);
+            l.ffn_gate = L.get(p + "ffn_gate.weight", {E, F});
+            l.ffn_up = L.get(p + "ffn_up.weight", {E, F});
+            l.ffn_down = L.get(p + "ffn_down.weight", {F, E});
         }
     }
+    for (Layer& l : m.layers)
+        l.for_each_weight(
+            [&](Weight& w) { w = L.slice(w, weight_cut(w.name, false, hp, m.shard)); });
 }
 
 void assign_slots(Model& m) {
@@ -149,7 +131,7 @@ void assign_slots(Model& m) {
     for (Layer& l : m.layers) l.for_each_weight(take);
     take(m.output_norm);
     // A tied head covering the whole vocabulary is the embedding itself: one upload.
-    if (m.output.data == m.tok_embd.data && m.output.ne == m.tok_embd.ne)
+    if (m.output.name == m.tok_embd.name && m.output.ne == m.tok_embd.ne)
         m.output.slot = m.tok_embd.slot;
     else
         take(m.output);
@@ -176,7 +158,10 @@ uint64_t Model::weight_bytes() const {
     return n;
 }
 
-std::shared_ptr<Model> load_model(std::shared_ptr<const gguf::File> file, const ShardSpec& shard) {
+namespace {
+
+std::shared_ptr<Model> load(std::shared_ptr<const gguf::File> file, const ShardSpec& shard,
+                            bool layout_only) {
     auto m = std::make_shared<Model>();
     m->file = file;
     m->hp = read_hparams(*file);
@@ -200,16 +185,27 @@ std::shared_ptr<Model> load_model(std::shared_ptr<const gguf::File> file, const 
                         std::to_string(shard.kv_head_begin) + ", " +
                         std::to_string(shard.kv_head_end) + ")");
     }
-    Loader L(*m, *file);
+    Loader L(*m, *file, layout_only);
     m->tok_embd = L.get("token_embd.weight", {hp.n_embd, hp.n_vocab});
     m->rope_freqs = L.get("rope_freqs.weight", {hp.n_rot / 2}, false);
     load_layers(*m, L);
     m->output_norm = L.get("output_norm.weight", {hp.n_embd});
     Weight out = L.get("output.weight", {hp.n_embd, hp.n_vocab}, false);
     if (!out.present()) out = m->tok_embd;  // tied embeddings
-    m->output = Loader::outer(out, shard.vocab_begin, shard.vocab_end);
+    m->output = L.slice(out, weight_cut(out.name, true, hp, shard));
     assign_slots(*m);
     return m;
+}
+
+}  // namespace
+
+std::shared_ptr<Model> load_model(std::shared_ptr<const gguf::File> file, const ShardSpec& shard) {
+    return load(std::move(file), shard, false);
+}
+
+std::shared_ptr<Model> load_layout(std::shared_ptr<const gguf::File> file,
+                                   const ShardSpec& shard) {
+    return load(std::move(file), shard, true);
 }
 
 std::shared_ptr<Model> load_model(const std::filesystem::path& path) {

@@ -13,6 +13,10 @@ uint64_t usable_bytes(const DeviceBudget& d, double margin) {
     return static_cast<uint64_t>(double(d.free_bytes) * std::clamp(1.0 - margin, 0.0, 1.0));
 }
 
+DeviceBudget budget_of(const DeviceInfo& d) {
+    return {d.backend + ":" + std::to_string(d.index), d.memory_free, runtime_overhead(d.type)};
+}
+
 namespace {
 
 struct Attempt {

@@ -52,13 +52,11 @@ void read_exact(const Fd& fd, const std::filesystem::path& p, uint8_t* dst, uint
 
 std::shared_ptr<engine::Model> load_shard(const std::filesystem::path& path,
                                           const engine::ShardSpec& shard, ShardLoadStats* stats) {
-    // The tensor table and shapes come from the whole-model description; its file mapping is
-    // address space only (no page is touched) and is dropped before this returns.
-    std::shared_ptr<engine::Model> model;
-    {
-        auto whole = engine::load_model(path);
-        model = shape_shard(*whole, shard);
-    }
+    // The tensor table, shapes and slots from the header alone: the file stays unmapped and
+    // only the shard's ranges are read below.
+    auto file = std::make_shared<const gguf::File>(
+        gguf::File::open(path, gguf::OpenOptions{.map_all = false}));
+    std::shared_ptr<engine::Model> model = engine::load_layout(file, shard);
     std::vector<WeightSource> sources = weight_sources(*model);
 
     // Lay weights out in file order so that ranges adjacent in the file are adjacent in the
@@ -123,8 +121,6 @@ std::shared_ptr<engine::Model> load_shard(const std::filesystem::path& path,
     // A tied head holding the whole vocabulary shares the embedding's slot and bytes.
     if (model->output.slot == model->tok_embd.slot) model->output.data = model->tok_embd.data;
     model->owned.push_back(std::move(buffer));
-    model->file = std::make_shared<const gguf::File>(
-        gguf::File::open(path, gguf::OpenOptions{.map_all = false}));
     if (stats) *stats = {bytes_read, buffer_bytes, n_ranges, reads.size()};
     return model;
 }

@@ -61,6 +61,9 @@ class Backend {
     virtual uint64_t weight_bytes() const { return 0; }
     virtual uint64_t kv_bytes() const { return 0; }
     virtual uint64_t scratch_bytes() const { return 0; }
+    // Device memory held beyond weights, KV and scratch (staging, step inputs/outputs, per-op
+    // buffers): what the planner's runtime overhead must cover. 0 where not counted.
+    virtual uint64_t other_bytes() const { return 0; }
 };
 
 class BackendFactory {

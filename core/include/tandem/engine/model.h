@@ -77,7 +77,8 @@ struct Weight {
     const uint8_t* data = nullptr;
     uint64_t nbytes = 0;
     int slot = -1;
-    bool present() const { return data != nullptr; }
+    // Named by the loader when the file has it; data may be null in a layout-only model.
+    bool present() const { return !name.empty(); }
 };
 
 struct Layer {
@@ -150,5 +151,9 @@ struct Model {
 // naming the tensor when one is missing or has an unexpected shape.
 std::shared_ptr<Model> load_model(std::shared_ptr<const gguf::File> file, const ShardSpec& shard);
 std::shared_ptr<Model> load_model(const std::filesystem::path& path);
+// The same model without data: names, types, this shard's shapes and sizes, slots; every
+// Weight::data is null. Reads only the tensor table, so `file` need not be mapped (a planner
+// sizes memory from it; a shard loader reads the bytes itself).
+std::shared_ptr<Model> load_layout(std::shared_ptr<const gguf::File> file, const ShardSpec& shard);
 
 }  // namespace tandem::engine

@@ -36,6 +36,12 @@ struct FitResult {
 // Usable bytes of a device: free minus the margin.
 uint64_t usable_bytes(const DeviceBudget& d, double margin);
 
+// The budget of a device as its backend reports it (DeviceInfo::memory_free: the Vulkan heap
+// budget minus usage with VK_EXT_memory_budget, what HIP reports free (GTT included on APUs
+// when the driver allows it), MemAvailable for the CPU) with the runtime overhead of its kind.
+// Named "backend:index".
+DeviceBudget budget_of(const DeviceInfo& device);
+
 // One device: the whole model. Several: a tensor-parallel split, shares chosen among splits
 // proportional to usable memory and the even split (whichever allows the larger context).
 // Throws tandem::Error "does not fit: needs 71.2 GiB on node B, 64.0 GiB free ..." when no

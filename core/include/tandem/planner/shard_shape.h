@@ -25,13 +25,13 @@ struct WeightSource {
 };
 
 // A model of shard `shard` whose weights have the local shapes, sizes and slots that
-// engine::load_model(file, shard) would give them, without reading or copying any data: weight
-// pointers are placeholders into the whole model's mapping (valid for planning, never read).
-// `whole` must have been loaded with ShardSpec::whole.
+// engine::load_model(file, shard) gives them, without reading or copying any data
+// (engine::load_layout of whole's file: every Weight::data is null).
 std::shared_ptr<engine::Model> shape_shard(const engine::Model& whole,
                                            const engine::ShardSpec& shard);
 
-// The file ranges of every weight of a shaped model (in the model's weight order).
+// The file ranges of every weight of a shaped model (in the model's weight order), from
+// engine::weight_cut/cut_layout: the bytes engine::load_model would slice out of the mapping.
 std::vector<WeightSource> weight_sources(const engine::Model& shaped);
 
 // Merges ranges that touch or overlap (sorted by offset first); returns the merged list.
