@@ -248,7 +248,9 @@ void ClusterWorker::run_session(Transport& control) {
             links[static_cast<size_t>(k)] = take_peer(a.session, k, kPeerTimeout);
         if (a.sim_delay_us > 0)  // benchmarks only: a simulated slower link
             for (auto& l : links)
-                l = make_delay_transport(std::move(l), std::chrono::microseconds(a.sim_delay_us));
+                if (l)  // our own index stays empty
+                    l = make_delay_transport(std::move(l),
+                                             std::chrono::microseconds(a.sim_delay_us));
         ready.load_seconds = std::chrono::duration<double>(clock::now() - t0).count();
     } catch (const std::exception& e) {
         log_warn(std::string("cluster node: assignment failed: ") + e.what());
