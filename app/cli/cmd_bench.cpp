@@ -64,7 +64,9 @@ tandem::cli::Register reg("bench", "Measure prefill and decode speed", [](CLI::A
         }
         const double bytes = double(e.decode_weight_bytes());
         const double gbs = tg * bytes / 1e9;
-        const auto& b = e.backend();
+        auto& b = e.backend();
+        // The device's own copy bandwidth (where the backend measures it): decode's yardstick.
+        const double copy_gbs = b.copy_bandwidth() / 1e9;
         if (o->json) {
             nlohmann::ordered_json j = {
                 {"model", o->rt.model},
@@ -78,6 +80,8 @@ tandem::cli::Register reg("bench", "Measure prefill and decode speed", [](CLI::A
                 {"decode_tok_s", tg},
                 {"decode_bytes_per_token", bytes},
                 {"decode_gb_s", gbs},
+                {"copy_gb_s", copy_gbs},
+                {"decode_over_copy", copy_gbs > 0 ? gbs / copy_gbs : 0.0},
                 {"weight_bytes", m.model->weight_bytes()},
                 {"kv_bytes", b.kv_bytes()},
                 {"scratch_bytes", b.scratch_bytes()},
@@ -92,6 +96,9 @@ tandem::cli::Register reg("bench", "Measure prefill and decode speed", [](CLI::A
             if (o->n_gen > 0)
                 std::printf("decode   tg%d  %8.1f tok/s   %.1f GB/s (%.1f MB read per token)\n",
                             o->n_gen, tg, gbs, bytes / 1e6);
+            if (copy_gbs > 0)
+                std::printf("memory   copy %.1f GB/s (read + written); decode reaches %.0f%%\n",
+                            copy_gbs, 100.0 * gbs / copy_gbs);
         }
         return 0;
     };

@@ -1,12 +1,16 @@
 #include "vk_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <tuple>
 
 #include "tandem/backend/collective.h"
 #include "tandem/common/error.h"
+#include "tandem/common/log.h"
 
 namespace tandem::vk {
 namespace {
@@ -38,7 +42,13 @@ uint64_t align_up(uint64_t v, uint64_t a) {
 
 }  // namespace
 
-VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info) {
+VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd) {
+    read_tuning_env();
+    // Weights in place on integrated GPUs (not on CPU drivers, where copying costs nothing
+    // either way); TANDEM_VK_IMPORT=1/0 forces it on/off.
+    import_weights_ = info_.type == DeviceType::IntegratedGpu;
+    if (const char* imp = std::getenv("TANDEM_VK_IMPORT"))
+        import_weights_ = std::string(imp) == "1";
     ctx_ = std::make_unique<Context>(pd);
     pipelines_ = std::make_unique<Pipelines>(ctx_->device());
     VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
@@ -46,10 +56,21 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info) {
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cai.commandBufferCount = 1;
     check(vkAllocateCommandBuffers(ctx_->device(), &cai, &cb_), "vkAllocateCommandBuffers");
+    if (const char* prof = std::getenv("TANDEM_VK_PROFILE"); prof && std::string(prof) == "1") {
+        if (pd.timestamp_period_ns > 0)
+            profiler_ = std::make_unique<Profiler>(ctx_->device(), pd.timestamp_period_ns);
+        else
+            std::fprintf(stderr,
+                         "vulkan: TANDEM_VK_PROFILE: the compute queue has no timestamps\n");
+    }
 }
 
 VulkanBackend::~VulkanBackend() {
     vkDeviceWaitIdle(ctx_->device());
+    if (profiler_) {
+        profiler_->print(stderr);
+        profiler_.reset();
+    }
     for (auto& w : weights_) ctx_->destroy(w.buf);
     for (auto& k : kv_) ctx_->destroy(k);
     ctx_->destroy(scratch_);
@@ -59,7 +80,7 @@ VulkanBackend::~VulkanBackend() {
     pipelines_.reset();
 }
 
-void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool) {
+void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host) {
     if (slot < 0) throw Error("vulkan backend: negative weight slot for '" + w.name + "'");
     if (!supported_weight_type(w.type))
         throw Error("vulkan backend: weight '" + w.name + "' has type " +
@@ -81,8 +102,17 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool) {
     }
     dst.desc = w;
     dst.desc.data = nullptr;
-    dst.buf = ctx_->create_device_buffer(w.nbytes, "weight '" + w.name + "'");
-    ctx_->upload(dst.buf, 0, w.data, w.nbytes);
+    std::string why;
+    if (keep_host && import_weights_ && ctx_->import_host(w.data, w.nbytes, dst.buf, &why)) {
+        ++weights_imported_;
+    } else {
+        // Padded: the matmul kernels read whole 32-bit words, up to 4 bytes past the end of a
+        // 2-byte aligned block.
+        dst.buf = ctx_->create_device_buffer(align_up(w.nbytes + 4, 4), "weight '" + w.name + "'");
+        ctx_->upload(dst.buf, 0, w.data, w.nbytes);
+        ++weights_copied_;
+        if (!why.empty()) import_refused_ = why;
+    }
     dst.host_f32.clear();
     if (w.type == DType::F32 && w.ne[1] * w.ne[2] == 1 && w.ne[0] <= 65536) {
         const auto* f = static_cast<const float*>(w.data);
@@ -93,6 +123,20 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool) {
 
 void VulkanBackend::allocate_kv(const std::vector<KvDesc>& kv) {
     vkDeviceWaitIdle(ctx_->device());
+    if (weights_imported_ + weights_copied_ > 0) {  // all weights are in by now: say how
+        std::string how;
+        if (weights_imported_)
+            how = std::to_string(weights_imported_) +
+                  " weights used in place (VK_EXT_external_memory_host import)" +
+                  (weights_copied_ ? ", " + std::to_string(weights_copied_) + " copied" : "");
+        else
+            how = std::to_string(weights_copied_) + " weights copied" +
+                  (info_.unified_memory ? " into host-visible device memory"
+                                        : " through a 64 MiB staging buffer");
+        if (!import_refused_.empty()) how += " (import refused: " + import_refused_ + ")";
+        log_info("vulkan: " + how);
+        weights_imported_ = weights_copied_ = 0;
+    }
     for (auto& k : kv_) ctx_->destroy(k);
     kv_.clear();
     kv_desc_ = kv;
@@ -242,16 +286,23 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     if (g.scratch_bytes() > scratch_.size)
         throw Error("vulkan backend: graph needs " + std::to_string(g.scratch_bytes()) +
                     " scratch bytes, " + std::to_string(scratch_.size) + " reserved");
+    const auto t0 = std::chrono::steady_clock::now();
     layout_io(g, io);
     barriers_ = 0;
     begin_recording();
     try {
-        for (const Node& n : g.nodes()) record_node(g, n, io);
+        for (const Node& n : g.nodes()) {
+            record_node(g, n, io);
+            if (profiler_) profiler_->mark(cb_, node_label(g, n));
+        }
     } catch (...) {
         if (recording_) vkEndCommandBuffer(cb_);
         recording_ = false;
         throw;
     }
+    if (profiler_)
+        profiler_->add_record_time(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     finish_and_wait();
     for (const GraphTensor& t : g.tensors())
         if (t.role == TensorRole::Output)
@@ -268,6 +319,7 @@ void VulkanBackend::begin_recording() {
     recording_ = true;
     pending_reads_.clear();
     pending_writes_.clear();
+    if (profiler_) profiler_->begin(cb_);
 }
 
 void VulkanBackend::finish_and_wait() {
@@ -280,6 +332,7 @@ void VulkanBackend::finish_and_wait() {
     recording_ = false;
     check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
     ctx_->submit_and_wait(cb_);
+    if (profiler_) profiler_->collect();
 }
 
 // Tensor parallelism: the collective runs on the host between two submissions of the step
@@ -332,7 +385,8 @@ void VulkanBackend::dispatch(const std::string& shader, const std::vector<uint32
             return x.buffer == r.buffer && r.offset < x.hi && x.lo < r.offset + r.size;
         });
     };
-    bool need = false;
+    // Profile mode: every node after a barrier, so its timestamps time it alone.
+    bool need = profiler_ && (!pending_reads_.empty() || !pending_writes_.empty());
     for (const Ref& r : reads) need = need || (r.buffer >= 0 && overlaps(r, pending_writes_));
     for (const Ref& w : writes)
         need = need || overlaps(w, pending_writes_) || overlaps(w, pending_reads_);

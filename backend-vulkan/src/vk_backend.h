@@ -11,6 +11,7 @@
 #include "tandem/backend/backend.h"
 #include "vk_context.h"
 #include "vk_pipelines.h"
+#include "vk_profiler.h"
 
 namespace tandem::vk {
 
@@ -35,6 +36,8 @@ class VulkanBackend final : public Backend {
     uint64_t weight_bytes() const override { return weight_bytes_; }
     uint64_t kv_bytes() const override { return kv_bytes_; }
     uint64_t scratch_bytes() const override { return scratch_.allocated; }
+    // vkCmdCopyBuffer of a large device buffer, (read + written bytes) / GPU time; measured once.
+    double copy_bandwidth() override;
     // Step inputs/outputs, MoE expert activations, collective and upload staging buffers.
     uint64_t other_bytes() const override {
         return ctx_->live_bytes() - weight_bytes_ - kv_bytes_ - scratch_.allocated;
@@ -52,6 +55,11 @@ class VulkanBackend final : public Backend {
         int buffer;
         uint64_t lo, hi;
     };
+    // How a MatMul node runs: the tiled kernel (prefill) or matvec with its specialisation.
+    struct MatmulPlan {
+        bool tiled = false;
+        uint32_t wg = 256, rows = 8, tok = 1, subgroup_add = 0;
+    };
     struct Weight {
         WeightDesc desc;
         Buffer buf;
@@ -63,9 +71,12 @@ class VulkanBackend final : public Backend {
     void layout_io(const Graph& g, const StepIO& io);
     uint64_t place_rope_tables(const Graph& g, const StepIO& io, uint64_t at);
     void record_node(const Graph& g, const Node& n, const StepIO& io);
+    MatmulPlan plan_matmul(const WeightDesc& w, int64_t n_tok) const;
+    void read_tuning_env();
     void dispatch(const std::string& shader, const std::vector<uint32_t>& spec, const void* push,
                   uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz,
                   std::initializer_list<Ref> reads, std::initializer_list<Ref> writes);
+    std::string node_label(const Graph& g, const Node& n) const;
     void begin_recording();
     void finish_and_wait();
     void host_collective(const Graph& g, const Node& n);
@@ -73,6 +84,9 @@ class VulkanBackend final : public Backend {
     void ensure_moe_buffer(uint64_t bytes);
 
     DeviceInfo info_;
+    PhysicalDevice pd_;
+    uint32_t matvec_wg_ = 256, matvec_rows_ = 8;  // TANDEM_VK_MATVEC="wg,rows" overrides
+    bool tiled_ok_ = true;                        // TANDEM_VK_TILED=0 turns it off
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;
     VkCommandBuffer cb_ = VK_NULL_HANDLE;  // reused by every step
@@ -89,6 +103,11 @@ class VulkanBackend final : public Backend {
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
     uint32_t barriers_ = 0;
     bool recording_ = false;
+    std::unique_ptr<Profiler> profiler_;  // TANDEM_VK_PROFILE=1: GPU time per op
+    double copy_bw_ = 0;
+    uint32_t weights_imported_ = 0, weights_copied_ = 0;  // since the last allocate_kv (logged)
+    std::string import_refused_;
+    bool import_weights_ = false;  // try VK_EXT_external_memory_host for weights
     Collective* collective_ = nullptr;
 };
 

@@ -42,6 +42,10 @@ Context::Context(const PhysicalDevice& pd) : pd_(pd) {
     qci.pQueuePriorities = &priority;
     std::vector<const char*> exts;
     if (pd.memory_budget_ext) exts.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    // Weights are imported in place only where host memory is the device's memory anyway.
+    host_import_ =
+        pd.external_memory_host_ext && pd.info.unified_memory && pd.host_import_alignment > 0;
+    if (host_import_) exts.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.pNext = &want;
     dci.queueCreateInfoCount = 1;
@@ -50,6 +54,11 @@ Context::Context(const PhysicalDevice& pd) : pd_(pd) {
     dci.ppEnabledExtensionNames = exts.data();
     check(vkCreateDevice(pd.handle, &dci, nullptr, &device_), "vkCreateDevice");
     vkGetDeviceQueue(device_, pd.compute_queue_family, 0, &queue_);
+    if (host_import_) {
+        host_pointer_props_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+            vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
+        host_import_ = host_pointer_props_ != nullptr;
+    }
 
     VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -145,6 +154,69 @@ Buffer Context::create_device_buffer(uint64_t size, const std::string& what) {
 Buffer Context::create_host_buffer(uint64_t size, const std::string& what) {
     return create_buffer(
         size, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0, what);
+}
+
+bool Context::import_host(const void* data, uint64_t n, Buffer& out, std::string* why) {
+    if (!host_import_) {
+        *why = pd_.info.unified_memory ? "no VK_EXT_external_memory_host" : "not unified memory";
+        return false;
+    }
+    // Whole pages around the data (the import granularity); the kernels may read a few bytes
+    // past the end, which stay inside the last page.
+    const uint64_t align = pd_.host_import_alignment;
+    const auto at = reinterpret_cast<uintptr_t>(data);
+    const uintptr_t base = at / align * align;
+    const uint64_t size = (at + n + 16 + align - 1) / align * align - base;
+    VkMemoryHostPointerPropertiesEXT hp{VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT};
+    VkResult r =
+        host_pointer_props_(device_, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+                            reinterpret_cast<void*>(base), &hp);
+    if (r != VK_SUCCESS || hp.memoryTypeBits == 0) {
+        *why = "the driver refuses this host pointer (VkResult " + std::to_string(r) + ")";
+        return false;
+    }
+    VkExternalMemoryBufferCreateInfo ext{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+    ext.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    bci.pNext = &ext;
+    bci.size = size;
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+    Buffer b;
+    check(vkCreateBuffer(device_, &bci, nullptr, &b.buffer), "vkCreateBuffer(imported)");
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device_, b.buffer, &req);
+    int type = find_memory_type(req.memoryTypeBits & hp.memoryTypeBits,
+                                VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+    if (type < 0) type = find_memory_type(req.memoryTypeBits & hp.memoryTypeBits, 0, 0);
+    if (type < 0 || req.size > size) {
+        vkDestroyBuffer(device_, b.buffer, nullptr);
+        *why = "no memory type can hold an imported host pointer";
+        return false;
+    }
+    VkImportMemoryHostPointerInfoEXT import{VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT};
+    import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    import.pHostPointer = reinterpret_cast<void*>(base);
+    VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
+    flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+    flags.pNext = &import;
+    VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    mai.pNext = &flags;
+    mai.allocationSize = size;
+    mai.memoryTypeIndex = static_cast<uint32_t>(type);
+    r = vkAllocateMemory(device_, &mai, nullptr, &b.memory);
+    if (r != VK_SUCCESS) {
+        vkDestroyBuffer(device_, b.buffer, nullptr);
+        *why = "importing the host pointer failed (VkResult " + std::to_string(r) + ")";
+        return false;
+    }
+    check(vkBindBufferMemory(device_, b.buffer, b.memory, 0), "vkBindBufferMemory(imported)");
+    VkBufferDeviceAddressInfo ai{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+    ai.buffer = b.buffer;
+    b.address = vkGetBufferDeviceAddress(device_, &ai) + (at - base);
+    b.size = n;
+    out = b;
+    return true;
 }
 
 void Context::destroy(Buffer& b) {

@@ -18,7 +18,7 @@ struct Buffer {
     VkBuffer buffer = VK_NULL_HANDLE;
     VkDeviceMemory memory = VK_NULL_HANDLE;
     uint64_t size = 0;
-    uint64_t address = 0;    // device address of byte 0
+    uint64_t address = 0;    // device address of byte 0 (of the data, when imported)
     void* mapped = nullptr;  // host pointer when the memory is host-visible
     uint64_t allocated = 0;  // bytes of memory behind it as allocated (the driver's size)
 };
@@ -34,6 +34,10 @@ class Context {
     Buffer create_device_buffer(uint64_t size, const std::string& what);
     // Host-visible, host-coherent memory (staging, step inputs/outputs).
     Buffer create_host_buffer(uint64_t size, const std::string& what);
+    // Wraps host memory [data, data + n) in place as a device buffer (VK_EXT_external_memory_host,
+    // unified-memory devices only); `address` is then data's device address. Returns false,
+    // creating nothing, when the device or driver does not allow it (why: in *why).
+    bool import_host(const void* data, uint64_t n, Buffer& out, std::string* why);
     void destroy(Buffer& b);
     // Copies host bytes into b at offset: directly when mapped, else through a staging buffer
     // in large chunks (waits for the copies to finish).
@@ -68,6 +72,8 @@ class Context {
     VkFence fence_ = VK_NULL_HANDLE;
     VkPhysicalDeviceMemoryProperties mem_{};
     Buffer staging_;
+    bool host_import_ = false;  // VK_EXT_external_memory_host enabled
+    PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_props_ = nullptr;
     uint64_t live_bytes_ = 0, peak_bytes_ = 0, n_allocations_ = 0;
 };
 

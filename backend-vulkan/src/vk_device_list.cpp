@@ -60,12 +60,21 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     subgroup.pNext = &driver;
     driver.pNext = &m3;
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_import{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+    if (d.external_memory_host_ext) m3.pNext = &host_import;
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     props.pNext = &subgroup;
     vkGetPhysicalDeviceProperties2(pd, &props);
     d.subgroup_size = subgroup.subgroupSize;
+    d.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                            (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                            (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+    d.max_shared_bytes = props.properties.limits.maxComputeSharedMemorySize;
+    d.max_workgroup_invocations = props.properties.limits.maxComputeWorkGroupInvocations;
     d.max_buffer_size = props.properties.limits.maxStorageBufferRange;
     d.max_allocation_size = m3.maxMemoryAllocationSize;
+    d.host_import_alignment = host_import.minImportedHostPointerAlignment;
 
     VkPhysicalDeviceShaderFloat16Int8Features f16{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
@@ -86,6 +95,8 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
         if (best < 0 || !(qs[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) best = static_cast<int>(i);
     }
     d.compute_queue_family = best < 0 ? 0 : static_cast<uint32_t>(best);
+    if (best >= 0 && qs[best].timestampValidBits > 0)
+        d.timestamp_period_ns = props.properties.limits.timestampPeriod;
 
     VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};

@@ -14,8 +14,13 @@ struct PhysicalDevice {
     DeviceInfo info;
     uint32_t compute_queue_family = 0;
     uint32_t subgroup_size = 0;
+    bool subgroup_arithmetic = false;   // subgroupAdd etc. in compute shaders
+    uint32_t max_shared_bytes = 16384;  // maxComputeSharedMemorySize
+    uint32_t max_workgroup_invocations = 128;
+    float timestamp_period_ns = 0;  // 0: no timestamps on the compute queue
     bool memory_budget_ext = false;
     bool external_memory_host_ext = false;
+    uint64_t host_import_alignment = 0;  // minImportedHostPointerAlignment (with the extension)
     bool shader_float16 = false;
     bool shader_int8_dot = false;
     uint64_t max_buffer_size = 0;      // per-descriptor limit (maxStorageBufferRange); unused with

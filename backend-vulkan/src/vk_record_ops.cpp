@@ -186,9 +186,17 @@ void VulkanBackend::record_node(const Graph& g, const Node& n, const StepIO& io)
                       u32(T),
                       weight_row_bytes(w),
                       bias.buffer >= 0 ? 1u : 0u};
-            const uint32_t tiles = u32((T + 3) / 4);
-            dispatch("matmul", {uint32_t(w.type)}, &p, sizeof p, split_x(w.ne[1]), tiles,
-                     split_z(w.ne[1]), {x}, {y});
+            const MatmulPlan plan = plan_matmul(w, T);
+            if (plan.tiled) {
+                dispatch("matmul_tiled", {uint32_t(w.type)}, &p, sizeof p, u32((w.ne[1] + 63) / 64),
+                         u32((T + 63) / 64), 1, {x}, {y});
+            } else {
+                const uint64_t groups = (uint64_t(w.ne[1]) + plan.rows - 1) / plan.rows;
+                dispatch("matvec",
+                         {uint32_t(w.type), plan.wg, plan.rows, plan.tok, plan.subgroup_add}, &p,
+                         sizeof p, split_x(groups), u32((T + plan.tok - 1) / plan.tok),
+                         split_z(groups), {x}, {y});
+            }
             break;
         }
         case Op::Rope: {

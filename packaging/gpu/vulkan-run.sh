@@ -8,8 +8,10 @@
 #                   needs tandem-cli, libtandem-backend-vulkan.so, test-vulkan, test-backend-ops
 #     LLAMACPP_DIR  llama-bench and its .so files built with -DGGML_VULKAN=ON
 #                   (default .gpu/llamacpp-vulkan; skipped when absent)
-# Environment: VK_RUN_TYPES (default "q4_0 q4_k_m q8_0"), VK_RUN_TMP (default /tmp/vk-run),
-# VK_RUN_SKIP_TESTS=1 for benchmarks only, VK_RUN_PROFILE=1 for a per-op GPU time table.
+# Environment: VK_RUN_LIKE (synth shape, default llama-3.1-8b), VK_RUN_TYPES (default "q4_0 q8_0 q4_k_m"), VK_RUN_TMP (default /tmp/vk-run),
+# VK_RUN_SKIP_TESTS=1 for benchmarks only, VK_RUN_PROFILE=0 to skip the per-op GPU time table
+# (first type only), VK_RUN_SWEEP=0 to skip the matvec workgroup-shape sweep (first type, tg64).
+# q4_k_m: synth writes f16, `tandem-cli quantize --type q4_k_m` makes llama.cpp's mix from it.
 # Everything goes to stdout as markdown; the whole run stays under ~8 minutes on an H100.
 set -uo pipefail
 if [ $# -lt 1 ] || [ ! -x "$1/env.sh" ]; then
@@ -20,8 +22,10 @@ B="$(cd "$1" && pwd)"
 L="${2:-.gpu/llamacpp-vulkan}"
 [ -d "$L" ] && L="$(cd "$L" && pwd)"
 TMP="${VK_RUN_TMP:-/tmp/vk-run}"
-TYPES="${VK_RUN_TYPES:-q4_0 q4_k_m q8_0}"
+TYPES="${VK_RUN_TYPES:-q4_0 q8_0 q4_k_m}"
+LIKE="${VK_RUN_LIKE:-llama-3.1-8b}"  # another synth shape for a quick local check
 mkdir -p "$TMP"
+rm -f "$TMP/sweep.txt" "$TMP"/profile-*.txt
 run() { "$B/env.sh" "$@"; }
 section() { printf '\n## %s\n\n' "$*"; }
 t_start=$(date +%s)
@@ -52,23 +56,28 @@ if [ "${VK_RUN_SKIP_TESTS:-0}" != 1 ]; then
   [ $rc -eq 0 ] || status=1
 fi
 
-section "Benchmarks: synth llama-3.1-8b, pp512 / tg128"
-echo "(q4_k_m: synth writes every matrix in q4_k, attn_v/ffn_down/output in q6_k on the layers"
-echo " llama.cpp's Q4_K_M gives more bits, when synth supports the mix; else plain q4_k)"
+section "Benchmarks: synth $LIKE, pp512 / tg128"
 printf '\n| type | GiB | ours pp512 tok/s | ours tg128 tok/s | ours GB/s | copy GB/s | GB/s / copy | llama.cpp pp512 | llama.cpp tg128 | tg ours/llama.cpp |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
 json_num() { sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" "$2" | head -1; }
 for q in $TYPES; do
-  f="$TMP/l8b-$q.gguf"
+  f="$TMP/$LIKE-$q.gguf"
   if [ ! -s "$f" ]; then
-    if ! run tandem-cli synth --like llama-3.1-8b --type "$q" -o "$f" > "$TMP/synth-$q.log" 2>&1; then
-      # synth without the q4_k_m mix: plain q4_k stands for it
-      if [ "$q" = q4_k_m ]; then
-        run tandem-cli synth --like llama-3.1-8b --type q4_k -o "$f" > "$TMP/synth-$q.log" 2>&1 || { echo "| $q | synth failed: $(tail -1 "$TMP/synth-$q.log") |"; status=1; continue; }
-      else
-        echo "| $q | synth failed: $(tail -1 "$TMP/synth-$q.log") |"; status=1; continue
+    if [ "$q" = q4_k_m ]; then
+      # llama.cpp's Q4_K_M mix (q4_k, q6_k for attn_v/ffn_down/output) quantized from f16;
+      # plain q4_k stands for it when that fails or takes too long.
+      if ! { run tandem-cli synth --like "$LIKE" --type f16 -o "$TMP/$LIKE-f16.gguf" &&
+             timeout 200 "$B/env.sh" tandem-cli quantize "$TMP/$LIKE-f16.gguf" "$f" --type q4_k_m; } \
+           > "$TMP/synth-$q.log" 2>&1; then
+        echo "(q4_k_m: quantize failed, plain q4_k instead: $(tail -1 "$TMP/synth-$q.log"))" >&2
+        rm -f "$f"
+        run tandem-cli synth --like "$LIKE" --type q4_k -o "$f" >> "$TMP/synth-$q.log" 2>&1
       fi
+      rm -f "$TMP/$LIKE-f16.gguf"
+    else
+      run tandem-cli synth --like "$LIKE" --type "$q" -o "$f" > "$TMP/synth-$q.log" 2>&1
     fi
+    [ -s "$f" ] || { echo "| $q | synth failed: $(tail -1 "$TMP/synth-$q.log") |"; status=1; continue; }
   fi
   gib=$(awk -v b="$(stat -c %s "$f")" 'BEGIN{printf "%.2f", b/1073741824}')
   timeout 150 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan --ctx 1024 -p 512 -n 128 --json \
@@ -87,17 +96,32 @@ for q in $TYPES; do
     [ -n "$ltg" ] || { ltg=ERR; tail -3 "$TMP/llama-$q.err" | sed 's/^/    /' >&2; }
   fi
   rel=$(awk -v a="$tg" -v b="$ltg" 'BEGIN{ if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else print "-" }')
-  printf '| %s | %s | %.0f | %.1f | %.0f | %.0f | %s | %s | %s | %s |\n' "$q" "$gib" "${pp:-0}" "${tg//ERR/0}" \
+  printf '| %s | %s | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n' "$q" "$gib" "${pp:-0}" "${tg//ERR/0}" \
     "${gbs:-0}" "${cbw:-0}" "$ratio" "$lpp" "$ltg" "$rel"
-  if [ "${VK_RUN_PROFILE:-0}" = 1 ]; then
+  if [ "${VK_RUN_PROFILE:-1}" = 1 ] && [ "$q" = "${TYPES%% *}" ]; then
     TANDEM_VK_PROFILE=1 timeout 120 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan --ctx 1024 \
-      -p 512 -n 16 > /dev/null 2> "$TMP/profile-$q.txt"
+      -p 512 -n 32 > /dev/null 2> "$TMP/profile-$q.txt"
+  fi
+  if [ "${VK_RUN_SWEEP:-1}" = 1 ] && [ "$q" = "${TYPES%% *}" ]; then
+    # decode speed by matvec shape (TANDEM_VK_MATVEC=workgroup,rows per workgroup)
+    for mv in 128,2 128,4 256,4 256,8 512,16; do
+      TANDEM_VK_MATVEC=$mv timeout 60 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan \
+        --ctx 256 -p 0 -n 64 --json > "$TMP/sweep-$mv.json" 2>/dev/null
+      echo "$mv $(json_num decode_tok_s "$TMP/sweep-$mv.json") $(json_num decode_gb_s "$TMP/sweep-$mv.json")" >> "$TMP/sweep.txt"
+    done
   fi
   [ $(( $(date +%s) - t_start )) -gt 420 ] && { echo "(stopping: time budget)"; break; }
 done
-if [ "${VK_RUN_PROFILE:-0}" = 1 ]; then
-  for p in "$TMP"/profile-*.txt; do section "GPU time per op: $(basename "$p" .txt)"; grep -E '^\|' "$p"; done
+if [ -s "$TMP/sweep.txt" ]; then
+  section "Decode by matvec shape (${TYPES%% *}, tg64; default 256,8)"
+  printf '| TANDEM_VK_MATVEC | tok/s | GB/s |\n|---|---|---|\n'
+  awk '{printf "| %s | %.1f | %.1f |\n", $1, $2, $3}' "$TMP/sweep.txt"
 fi
+for p in "$TMP"/profile-*.txt; do
+  [ -s "$p" ] || continue
+  section "GPU time per op: $(basename "$p" .txt) (pp512 + tg32, each node after a barrier)"
+  grep -E '^\|' "$p"
+done
 for q in $TYPES; do
   [ -s "$TMP/bench-$q.err" ] && { section "bench $q stderr (log lines)"; head -20 "$TMP/bench-$q.err"; }
 done

@@ -64,6 +64,9 @@ class Backend {
     // Device memory held beyond weights, KV and scratch (staging, step inputs/outputs, per-op
     // buffers): what the planner's runtime overhead must cover. 0 where not counted.
     virtual uint64_t other_bytes() const { return 0; }
+    // Device memory bandwidth in bytes/s (read + written) of one large device-to-device copy,
+    // the yardstick for decode's achieved bandwidth; 0 when the backend does not measure it.
+    virtual double copy_bandwidth() { return 0; }
 };
 
 class BackendFactory {

@@ -1,0 +1,91 @@
+// The device's copy bandwidth, the yardstick for decode's achieved GB/s: vkCmdCopyBuffer between
+// two large device buffers, timed on the GPU (timestamps) or, without them, by the host.
+#include <algorithm>
+#include <chrono>
+
+#include "tandem/common/error.h"
+#include "vk_backend.h"
+
+namespace tandem::vk {
+
+double VulkanBackend::copy_bandwidth() {
+    if (copy_bw_ > 0) return copy_bw_;
+    // 1 GiB each on a GPU (far past any cache); 64 MiB on CPU drivers (lavapipe, CI).
+    uint64_t size = info_.type == DeviceType::CpuEmulated ? (64ull << 20) : (1ull << 30);
+    if (pd_.max_allocation_size) size = std::min(size, pd_.max_allocation_size);
+    if (info_.memory_free) size = std::min(size, info_.memory_free / 4);
+    size &= ~uint64_t(255);
+    if (size == 0) return 0;
+    Buffer a = ctx_->create_device_buffer(size, "copy-bandwidth source");
+    Buffer b;
+    try {
+        b = ctx_->create_device_buffer(size, "copy-bandwidth destination");
+    } catch (...) {
+        ctx_->destroy(a);
+        throw;
+    }
+    VkQueryPool pool = VK_NULL_HANDLE;
+    if (pd_.timestamp_period_ns > 0) {
+        VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        qi.queryCount = 2;
+        check(vkCreateQueryPool(ctx_->device(), &qi, nullptr, &pool), "vkCreateQueryPool");
+    }
+    constexpr int kCopies = 6;
+    double seconds = 0;
+    for (int round = 0; round < 2; ++round) {  // round 0 warms up (page tables, clocks)
+        check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        check(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
+        if (pool) {
+            vkCmdResetQueryPool(cb_, pool, 0, 2);
+            vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0);
+        }
+        for (int i = 0; i < kCopies; ++i) {
+            // a -> b, b -> a, ...: each copy reads what the previous one wrote.
+            const VkBufferCopy region{0, 0, size};
+            vkCmdCopyBuffer(cb_, i % 2 ? b.buffer : a.buffer, i % 2 ? a.buffer : b.buffer, 1,
+                            &region);
+            VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+            mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+            mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+            vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                 VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+        }
+        if (pool) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1);
+        check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
+        const auto t0 = std::chrono::steady_clock::now();
+        ctx_->submit_and_wait(cb_);
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (pool) {
+            uint64_t ts[2] = {0, 0};
+            check(vkGetQueryPoolResults(ctx_->device(), pool, 0, 2, sizeof ts, ts, sizeof(uint64_t),
+                                        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                  "vkGetQueryPoolResults");
+            if (ts[1] > ts[0]) seconds = double(ts[1] - ts[0]) * pd_.timestamp_period_ns * 1e-9;
+        }
+    }
+    if (pool) vkDestroyQueryPool(ctx_->device(), pool, nullptr);
+    ctx_->destroy(a);
+    ctx_->destroy(b);
+    copy_bw_ = seconds > 0 ? 2.0 * double(size) * kCopies / seconds : 0;
+    return copy_bw_;
+}
+
+// "mat_mul q4_k [4096 -> 14336] T=1 matvec": what the profile table groups by.
+std::string VulkanBackend::node_label(const Graph& g, const Node& n) const {
+    std::string s = op_name(n.op);
+    if (n.op == Op::MatMul) {
+        const WeightDesc& w = weight_desc(g, n.src[0]);
+        const int64_t T = g.tensor(n.src[1]).rows();
+        s += " " + std::string(dtype_name(w.type)) + " [" + std::to_string(w.ne[0]) + " -> " +
+             std::to_string(w.ne[1]) + "] " + (T == 1 ? "T=1" : "T>1") +
+             (plan_matmul(w, T).tiled ? " tiled" : " matvec");
+    } else if (n.op == Op::Attention) {
+        s += g.tensor(n.out).rows() == 1 ? " T=1" : " T>1";
+    }
+    return s;
+}
+
+}  // namespace tandem::vk

@@ -1,0 +1,58 @@
+// Which kernel runs a MatMul node and with what specialisation: matvec (decode and small
+// batches; every weight type and row length) or the 64x64 tiled kernel (prefill), within the
+// device's workgroup-size and shared-memory limits.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "vk_backend.h"
+
+namespace tandem::vk {
+
+namespace {
+constexpr int64_t kTiledMinTokens = 9;  // below this, matvec passes over the weights ceil(T/4)x
+constexpr uint32_t kTiledShared = 2 * 64 * 33 * 4;
+
+uint32_t matvec_shared_bytes(uint32_t wg, uint32_t rows, uint32_t tok) {
+    return tok * (wg / rows) * 2 * 33 * 4 + tok * wg * 4;  // matvec.comp: xs (GPT = 2), red
+}
+}  // namespace
+
+VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_t n_tok) const {
+    MatmulPlan plan;
+    const bool whole_groups = w.ne[0] % 32 == 0;
+    if (tiled_ok_ && whole_groups && n_tok >= kTiledMinTokens &&
+        pd_.max_workgroup_invocations >= 256 && pd_.max_shared_bytes >= kTiledShared) {
+        plan.tiled = true;
+        return plan;
+    }
+    plan.wg = matvec_wg_;
+    plan.rows = matvec_rows_;
+    plan.tok = n_tok == 1 ? 1 : 4;
+    while (plan.tok > 1 && matvec_shared_bytes(plan.wg, plan.rows, plan.tok) > pd_.max_shared_bytes)
+        plan.tok /= 2;
+    const uint32_t tpr = plan.wg / plan.rows;
+    plan.subgroup_add =
+        pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && tpr % pd_.subgroup_size == 0 ? 1u : 0u;
+    return plan;
+}
+
+// Reads TANDEM_VK_MATVEC ("wg,rows": workgroup size and rows per workgroup, powers of two with
+// wg/rows >= 1) and TANDEM_VK_TILED=0, for tuning runs on a new GPU.
+void VulkanBackend::read_tuning_env() {
+    if (const char* mv = std::getenv("TANDEM_VK_MATVEC")) {
+        unsigned wg = 0, rows = 0;
+        auto pow2 = [](unsigned v) { return v && !(v & (v - 1)); };
+        if (std::sscanf(mv, "%u,%u", &wg, &rows) == 2 && pow2(wg) && pow2(rows) && rows <= wg &&
+            wg <= pd_.max_workgroup_invocations &&
+            matvec_shared_bytes(wg, rows, 1) <= pd_.max_shared_bytes) {
+            matvec_wg_ = wg;
+            matvec_rows_ = rows;
+        } else {
+            std::fprintf(stderr, "vulkan: ignoring TANDEM_VK_MATVEC='%s' (want wg,rows)\n", mv);
+        }
+    }
+    if (const char* t = std::getenv("TANDEM_VK_TILED")) tiled_ok_ = std::string(t) != "0";
+}
+
+}  // namespace tandem::vk

@@ -1,0 +1,50 @@
+#pragma once
+// GPU time per op from timestamp queries (TANDEM_VK_PROFILE=1). In profile mode the backend puts
+// a barrier before every node, so each node's time is its own (nodes that would overlap run
+// one after another: the total is an upper bound of the normal step time). The table goes to
+// stderr when the backend is destroyed.
+#include <vulkan/vulkan.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tandem::vk {
+
+class Profiler {
+  public:
+    Profiler(VkDevice device, float timestamp_period_ns);
+    ~Profiler();
+    Profiler(const Profiler&) = delete;
+    Profiler& operator=(const Profiler&) = delete;
+
+    // Start of a recorded submission: resets the queries, writes the first timestamp.
+    void begin(VkCommandBuffer cb);
+    // After a node's commands: its time is from the previous timestamp to this one.
+    void mark(VkCommandBuffer cb, const std::string& label);
+    // After the submission's fence: reads the timestamps into the totals.
+    void collect();
+    // CPU time spent recording one step (from compute() start to submit).
+    void add_record_time(double seconds) {
+        record_s_ += seconds;
+        ++steps_;
+    }
+    void print(FILE* out) const;
+
+  private:
+    struct Total {
+        double ns = 0;
+        uint64_t calls = 0;
+    };
+    VkDevice device_;
+    VkQueryPool pool_ = VK_NULL_HANDLE;
+    float period_ns_;
+    uint32_t used_ = 0;
+    std::vector<std::string> labels_;  // label of query i (i >= 1)
+    std::map<std::string, Total> totals_;
+    double record_s_ = 0;
+    uint64_t steps_ = 0;
+};
+
+}  // namespace tandem::vk
