@@ -107,6 +107,9 @@ void write_synthetic_model(const std::string& like, DType type, const std::files
     w.set(a + ".rope.freq_base", gguf::Value::f32(s.rope_base));
     w.set(a + ".attention.layer_norm_rms_epsilon", gguf::Value::f32(1e-5f));
     w.set(a + ".vocab_size", gguf::Value::u32(static_cast<uint32_t>(s.n_vocab)));
+    // No vocabulary, only its size: llama.cpp then makes vocab_size placeholder tokens, so the
+    // same file runs in llama-bench for side-by-side numbers (tests/bench).
+    w.set("tokenizer.ggml.model", gguf::Value::string("none"));
     if (s.n_expert) {
         w.set(a + ".expert_count", gguf::Value::u32(static_cast<uint32_t>(s.n_expert)));
         w.set(a + ".expert_used_count", gguf::Value::u32(static_cast<uint32_t>(s.n_expert_used)));
