@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEST="${1:-.gpu/bundle}"
 BUILD_DIR="${TANDEM_GPU_BUILD_DIR:-build-gpu}"
-TARGETS="${TANDEM_GPU_TARGETS:-tandem-cli tandem-node tandem-backend-vulkan tandem-backend-hip test-backend-ops test-vulkan test-hip}"
+TARGETS="${TANDEM_GPU_TARGETS:-tandem-cli tandem-node tandem-backend-vulkan tandem-backend-hip test-backend-ops test-vulkan test-hip bench-cluster-decode}"
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_BENCH=ON \
@@ -27,7 +27,7 @@ strip --strip-debug "$DEST"/bin/* 2>/dev/null || true
 
 # Shared libraries from this Debian that the GPU image may not have. glibc, libstdc++ and libgcc
 # are newer there; the Vulkan loader comes from .gl and libcuda from the driver.
-skip='linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libgcc_s|libstdc\+\+|libvulkan|libcuda\.so|libtandem'
+skip='linux-vdso|libresolv|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libgcc_s|libstdc\+\+|libvulkan|libcuda\.so|libtandem'
 for f in "$DEST"/bin/*; do
   ldd "$f" 2>/dev/null | awk '/=> \//{print $3}'
 done | sort -u | grep -Ev "$skip" | while read -r lib; do cp -L "$lib" "$DEST/lib/"; done
