@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Regenerates docs/screenshots/*.png with real content under Xvfb (packaging/install-deps.sh
+# installs xvfb): a finished chat with the default model, the Models page mid-download from the
+# library tests' local hub, the Cluster page with two namespaced nodes on loopback (one paired),
+# and Settings.
+#   docs/screenshots/take.sh [BUILD_DIR]     (default: build; needs tandem and tandem-node)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+out="$root/docs/screenshots"
+model="${TANDEM_DEFAULT_MODEL:-$("$root/packaging/fetch-default-model.sh")}"
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+export TANDEM_INSTANCE_KEY="screenshots-$$" QT_QPA_PLATFORM=xcb
+shot() { xvfb-run -a -s "-screen 0 1400x900x24" "$build/bin/tandem" --new-instance "$@"; }
+
+# 1. Chats: a finished answer with a code block.
+shot --home "$work/chat" --chats-db "$work/chat/chats.db" --model "$model" \
+  --prompt "Write a Python function that reverses a string. Put the code in a code block." \
+  --screenshot "$out/chat.png"
+
+# 2. Models: the library, a hub search, a repo's files and a throttled download under way.
+hub="$work/hub"
+mkdir -p "$hub/google/gemma-3-270m-GGUF" "$work/models/local"
+ln -s "$model" "$hub/google/gemma-3-270m-GGUF/gemma-3-270m-Q4_K_M.gguf"
+ln -s "$model" "$work/models/local/gemma-3-270m-q4_k_m.gguf"
+cat > "$hub/_models.json" <<'JSON'
+[{"id": "google/gemma-3-270m-GGUF", "downloads": 48210, "likes": 312, "tags": ["gguf"]},
+ {"id": "google/gemma-3-1b-it-GGUF", "downloads": 120533, "likes": 801, "tags": ["gguf"]},
+ {"id": "google/gemma-3-4b-it-GGUF", "downloads": 88012, "likes": 650, "tags": ["gguf"]}]
+JSON
+python3 "$root/tests/library/hf_test_server.py" --root "$hub" --port 0 > "$work/hub.port" &
+pids+=($!)
+for _ in $(seq 50); do grep -q PORT "$work/hub.port" && break; sleep 0.2; done
+port=$(awk '/PORT/ {print $2}' "$work/hub.port")
+curl -fsS "http://127.0.0.1:$port/_control/fault?kind=throttle&rate=8000000&times=-1&match=gemma" >/dev/null
+HF_ENDPOINT="http://127.0.0.1:$port" shot --home "$work/models" --chats-db "$work/models/chats.db" \
+  --import "$work/models/local" --search gemma --repo google/gemma-3-270m-GGUF \
+  --download google/gemma-3-270m-GGUF:Q4_K_M --page models --shot-delay 1500 \
+  --screenshot "$out/models.png"
+
+# 3. Cluster: two nodes with their own identities on loopback discovery; this app paired with one.
+dport=$((47700 + $$ % 200))
+for n in a b; do
+  "$build/bin/tandem-node" serve --home "$work/node-$n" --name "workstation-$n" --loopback \
+    --discovery-port $dport --port 0 --state-file "$work/node-$n.json" --no-cluster &
+  pids+=($!)
+done
+for _ in $(seq 100); do [ -s "$work/node-a.json" ] && grep -q pairing_code "$work/node-a.json" && break; sleep 0.2; done
+read -r aport code < <(python3 -c "import json,sys; s=json.load(open('$work/node-a.json')); print(s['port'], s['pairing_code'])")
+"$build/bin/tandem-node" pair --home "$work/cluster" --name "this-desktop" "127.0.0.1:$aport" "$code"
+shot --home "$work/cluster" --chats-db "$work/cluster/chats.db" --model "$model" --node-service \
+  --node-name this-desktop --loopback --discovery-port $dport --page cluster --shot-delay 6000 \
+  --screenshot "$out/cluster.png"
+
+# 4. Settings.
+shot --home "$work/settings" --chats-db "$work/settings/chats.db" --page settings \
+  --screenshot "$out/settings.png"
+ls -l "$out"/*.png
