@@ -51,7 +51,8 @@ class TestDesktop : public QObject {
         first.setProcessEnvironment(env);
         first.start(TANDEM_APP_BIN, {"--print-startup"});
         QVERIFY(first.waitForStarted(10000));
-        QTRY_VERIFY_WITH_TIMEOUT(first.readAllStandardOutput().contains("startup:") ||
+        QByteArray firstOut;  // QTRY re-evaluates its condition: keep what was read
+        QTRY_VERIFY_WITH_TIMEOUT((firstOut += first.readAllStandardOutput()).contains("startup:") ||
                                      first.state() != QProcess::Running,
                                  20000);
         QCOMPARE(first.state(), QProcess::Running);
@@ -68,7 +69,9 @@ class TestDesktop : public QObject {
         QProcess third;
         third.setProcessEnvironment(env);
         third.start(TANDEM_APP_BIN, {"--print-startup"});
-        QTRY_VERIFY_WITH_TIMEOUT(third.readAllStandardOutput().contains("startup:"), 20000);
+        QByteArray thirdOut;
+        QTRY_VERIFY_WITH_TIMEOUT((thirdOut += third.readAllStandardOutput()).contains("startup:"),
+                                 20000);
         third.terminate();
         QVERIFY(third.waitForFinished(10000));
     }
