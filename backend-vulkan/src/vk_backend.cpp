@@ -16,6 +16,9 @@ namespace tandem::vk {
 namespace {
 
 constexpr uint64_t kIoAlign = 256;
+// Nodes per queued piece of a step (see submit_partial): the first piece small, so the GPU starts
+// while the rest is recorded; later ones large (a vkQueueSubmit costs tens of microseconds).
+constexpr uint32_t kFirstPieceNodes = 16, kPieceNodes = 96;
 
 bool supported_weight_type(DType t) {
     switch (t) {
@@ -56,6 +59,8 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cai.commandBufferCount = 1;
     check(vkAllocateCommandBuffers(ctx_->device(), &cai, &cb_), "vkAllocateCommandBuffers");
+    cbs_.push_back(cb_);
+    if (const char* sp = std::getenv("TANDEM_VK_SPLIT")) split_submit_ = std::string(sp) != "0";
     if (const char* prof = std::getenv("TANDEM_VK_PROFILE"); prof && std::string(prof) == "1") {
         if (pd.timestamp_period_ns > 0)
             profiler_ = std::make_unique<Profiler>(ctx_->device(), pd.timestamp_period_ns);
@@ -291,13 +296,22 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     barriers_ = 0;
     begin_recording();
     try {
-        for (const Node& n : g.nodes()) {
+        const size_t n_nodes = g.nodes().size();
+        for (size_t i = 0; i < n_nodes; ++i) {
+            const Node& n = g.nodes()[i];
             record_node(g, n, io);
             if (profiler_) profiler_->mark(cb_, node_label(g, n));
+            // A first small piece gets the GPU going; later pieces amortise the submit cost.
+            ++nodes_in_cb_;
+            const uint32_t piece = cb_next_ == 1 ? kFirstPieceNodes : kPieceNodes;
+            if (split_submit_ && !profiler_ && nodes_in_cb_ >= piece && i + 1 < n_nodes)
+                submit_partial();
         }
     } catch (...) {
         if (recording_) vkEndCommandBuffer(cb_);
         recording_ = false;
+        if (cb_next_ > 1) vkQueueWaitIdle(ctx_->queue());  // pieces already queued
+        cb_next_ = 0;
         throw;
     }
     if (profiler_)
@@ -311,11 +325,34 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
                         t.nbytes());
 }
 
-void VulkanBackend::begin_recording() {
+void VulkanBackend::start_command_buffer() {
+    if (cb_next_ == cbs_.size()) {
+        VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+        cai.commandPool = ctx_->command_pool();
+        cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        cai.commandBufferCount = 1;
+        VkCommandBuffer cb = VK_NULL_HANDLE;
+        check(vkAllocateCommandBuffers(ctx_->device(), &cai, &cb), "vkAllocateCommandBuffers");
+        cbs_.push_back(cb);
+    }
+    cb_ = cbs_[cb_next_++];
     check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     check(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
+    nodes_in_cb_ = 0;
+}
+
+// Queues what is recorded so far and goes on in the next command buffer. The hazard lists carry
+// over: a barrier in a later piece also orders the earlier pieces' commands (submission order).
+void VulkanBackend::submit_partial() {
+    check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
+    ctx_->submit(cb_);
+    start_command_buffer();
+}
+
+void VulkanBackend::begin_recording() {
+    start_command_buffer();
     recording_ = true;
     pending_reads_.clear();
     pending_writes_.clear();
@@ -331,7 +368,8 @@ void VulkanBackend::finish_and_wait() {
                          1, &mb, 0, nullptr, 0, nullptr);
     recording_ = false;
     check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
-    ctx_->submit_and_wait(cb_);
+    ctx_->submit_and_wait(cb_);  // the fence covers the pieces queued before
+    cb_next_ = 0;
     if (profiler_) profiler_->collect();
 }
 

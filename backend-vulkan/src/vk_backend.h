@@ -78,6 +78,8 @@ class VulkanBackend final : public Backend {
                   std::initializer_list<Ref> reads, std::initializer_list<Ref> writes);
     std::string node_label(const Graph& g, const Node& n) const;
     void begin_recording();
+    void start_command_buffer();
+    void submit_partial();
     void finish_and_wait();
     void host_collective(const Graph& g, const Node& n);
     void copy_floats(const Ref& src, const Ref& dst, uint64_t n);
@@ -89,7 +91,14 @@ class VulkanBackend final : public Backend {
     bool tiled_ok_ = true;                        // TANDEM_VK_TILED=0 turns it off
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;
-    VkCommandBuffer cb_ = VK_NULL_HANDLE;  // reused by every step
+    // The step's commands go into cbs_ (allocated once, reused by every step): cb_ is the one
+    // being recorded. Long steps are queued in pieces while the rest is recorded, so the GPU
+    // starts before recording ends (no host wait between the pieces; TANDEM_VK_SPLIT=0: one).
+    VkCommandBuffer cb_ = VK_NULL_HANDLE;
+    std::vector<VkCommandBuffer> cbs_;
+    size_t cb_next_ = 0;        // next of cbs_ to record this step
+    uint32_t nodes_in_cb_ = 0;  // nodes recorded into cb_
+    bool split_submit_ = true;
     std::vector<Weight> weights_;
     std::vector<Buffer> kv_;
     std::vector<KvDesc> kv_desc_;

@@ -227,6 +227,13 @@ void Context::destroy(Buffer& b) {
     b = Buffer{};
 }
 
+void Context::submit(VkCommandBuffer cb) {
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cb;
+    check(vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
+}
+
 void Context::submit_and_wait(VkCommandBuffer cb) {
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;

@@ -57,6 +57,9 @@ class Context {
 
     // Runs one command buffer and waits for it (fence reused).
     void submit_and_wait(VkCommandBuffer cb);
+    // Queues a command buffer without waiting (a later submit_and_wait's fence covers it too:
+    // a fence signals after everything earlier in submission order).
+    void submit(VkCommandBuffer cb);
 
   private:
     Buffer create_buffer(uint64_t size, VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid,

@@ -109,11 +109,15 @@ for q in $TYPES; do
         --ctx 256 -p 0 -n 64 --json > "$TMP/sweep-$mv.json" 2>/dev/null
       echo "$mv $(json_num decode_tok_s "$TMP/sweep-$mv.json") $(json_num decode_gb_s "$TMP/sweep-$mv.json")" >> "$TMP/sweep.txt"
     done
+    # the step as one command buffer (no pieces queued while recording)
+    TANDEM_VK_SPLIT=0 timeout 60 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan \
+      --ctx 256 -p 0 -n 64 --json > "$TMP/sweep-split0.json" 2>/dev/null
+    echo "256,8+SPLIT=0 $(json_num decode_tok_s "$TMP/sweep-split0.json") $(json_num decode_gb_s "$TMP/sweep-split0.json")" >> "$TMP/sweep.txt"
   fi
   [ $(( $(date +%s) - t_start )) -gt 420 ] && { echo "(stopping: time budget)"; break; }
 done
 if [ -s "$TMP/sweep.txt" ]; then
-  section "Decode by matvec shape (${TYPES%% *}, tg64; default 256,8)"
+  section "Decode by matvec shape (${TYPES%% *}, tg64; default 256,8; SPLIT=0: one command buffer per step)"
   printf '| TANDEM_VK_MATVEC | tok/s | GB/s |\n|---|---|---|\n'
   awk '{printf "| %s | %.1f | %.1f |\n", $1, $2, $3}' "$TMP/sweep.txt"
 fi
