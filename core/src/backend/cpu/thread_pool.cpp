@@ -1,5 +1,7 @@
 #include "thread_pool.h"
 
+#include <chrono>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define TANDEM_PAUSE() _mm_pause()
@@ -17,38 +19,50 @@ ThreadPool::~ThreadPool() {
     {
         std::lock_guard<std::mutex> lock(mu_);
         stop_ = true;
-        generation_.fetch_add(1);
+        claim_.store(uint64_t(gen_ + 1) << 32);
     }
     cv_.notify_all();
     for (auto& t : threads_) t.join();
 }
 
-void ThreadPool::work(int thread_index) {
+void ThreadPool::work(uint32_t gen, int thread_index) {
+    const Job& job = jobs_[gen & 1];
+    uint64_t c = claim_.load(std::memory_order_acquire);
     for (;;) {
-        int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
-        if (t >= n_tasks_) break;
-        (*fn_)(t, thread_index);
+        if (uint32_t(c >> 32) != gen) return;  // a newer job: ours is finished
+        const auto task = static_cast<int64_t>(c & 0xffffffffu);
+        if (task >= job.n_tasks.load(std::memory_order_relaxed)) return;
+        // Success proves the job is still `gen` (not finished: this task is not done), so the
+        // slot still holds its function.
+        if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel,
+                                          std::memory_order_acquire))
+            continue;
+        (*job.fn.load(std::memory_order_relaxed))(task, thread_index);
+        done_.fetch_add(1, std::memory_order_release);
+        c = claim_.load(std::memory_order_acquire);
     }
 }
 
 void ThreadPool::run(int64_t n_tasks, TaskRef fn) {
     if (n_tasks <= 0) return;
-    if (n_threads_ == 1 || n_tasks == 1) {
+    // (Task indices share a 64-bit word with the generation: 2^31 is far beyond any node.)
+    if (n_threads_ == 1 || n_tasks == 1 || n_tasks > 0x7fffffff) {
         for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
         return;
     }
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        fn_ = &fn;
-        n_tasks_ = n_tasks;
-        next_task_.store(0);
-        busy_.store(n_threads_ - 1);
-        generation_.fetch_add(1, std::memory_order_release);
+    const uint32_t gen = ++gen_;
+    jobs_[gen & 1].fn.store(&fn, std::memory_order_relaxed);
+    jobs_[gen & 1].n_tasks.store(n_tasks, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    claim_.store(uint64_t(gen) << 32, std::memory_order_seq_cst);  // publishes the slot
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+        // Taken so that a worker between its check and its wait cannot miss the notify.
+        { std::lock_guard<std::mutex> lock(mu_); }
+        cv_.notify_all();
     }
-    cv_.notify_all();
-    work(0);
+    work(gen, 0);
     // Spin briefly, then yield: on a loaded machine a descheduled worker needs our core.
-    for (int spins = 0; busy_.load(std::memory_order_acquire) != 0; ++spins) {
+    for (int spins = 0; done_.load(std::memory_order_acquire) != n_tasks; ++spins) {
         if (spins < 2000)
             TANDEM_PAUSE();
         else
@@ -56,25 +70,44 @@ void ThreadPool::run(int64_t n_tasks, TaskRef fn) {
     }
 }
 
+void ThreadPool::wait_for_job(uint32_t seen) {
+    using Clock = std::chrono::steady_clock;
+    auto current = [&] { return uint32_t(claim_.load(std::memory_order_acquire) >> 32); };
+    // Three stages, bounded by time rather than by a count of pause instructions (whose latency
+    // varies tenfold between CPU generations):
+    //  - pause-spin ~20 us: the next node of a decode step usually comes within microseconds;
+    //  - yield-spin up to ~1 ms: on a loaded machine the core goes to whoever is runnable (often
+    //    our own caller, busy with its share) instead of being burnt here; on a quiet one
+    //    sched_yield returns at once, so this is still a spin;
+    //  - then sleep on the condition variable (between tokens, or when idle).
+    // Pause-spinning for ~1 ms cost 24% of the CPU time of a 2-thread decode at a load average
+    // of 20 (perf), time the caller needed.
+    const auto t0 = Clock::now();
+    for (int spins = 0; current() == seen; ++spins) {
+        if ((spins & 63) == 63) {
+            const auto waited = Clock::now() - t0;
+            if (waited > std::chrono::milliseconds(1)) break;
+            if (waited > std::chrono::microseconds(20)) {
+                std::this_thread::yield();
+                continue;
+            }
+        }
+        TANDEM_PAUSE();
+    }
+    if (current() != seen) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    cv_.wait(lock, [&] { return uint32_t(claim_.load(std::memory_order_seq_cst) >> 32) != seen; });
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void ThreadPool::worker(int index) {
-    uint64_t seen = 0;
+    uint32_t seen = 0;
     for (;;) {
-        // Spin a little (~100 us): the next job of a decode step usually comes within microseconds.
-        for (int spins = 0; spins < 20000 && generation_.load(std::memory_order_acquire) == seen;
-             ++spins)
-            TANDEM_PAUSE();
-        if (generation_.load(std::memory_order_acquire) == seen) {
-            std::unique_lock<std::mutex> lock(mu_);
-            cv_.wait(lock, [&] { return generation_.load() != seen; });
-        }
-        {
-            // Read the job under the lock so run() cannot be setting it up halfway.
-            std::lock_guard<std::mutex> lock(mu_);
-            seen = generation_.load();
-            if (stop_) return;
-        }
-        work(index);
-        busy_.fetch_sub(1, std::memory_order_acq_rel);
+        wait_for_job(seen);
+        if (stop_.load()) return;
+        seen = uint32_t(claim_.load(std::memory_order_acquire) >> 32);
+        work(seen, index);
     }
 }
 
