@@ -55,7 +55,9 @@ TEST(VulkanOps, AttentionOverCache) {
           AttnCase{2, 1, 128, 3, 0, DType::F32, 20, 1},
           // more positions than the shader's chunk of 256: the online softmax across chunks
           AttnCase{2, 2, 64, 0, 0, DType::F16, 600, 2},
-          AttnCase{4, 2, 80, 300, 0, DType::F32, 700, 1}}) {
+          AttnCase{4, 2, 80, 300, 0, DType::F32, 700, 1},
+          // Llama-shaped decode: GQA 4:1, head_dim 128, f16 cache (16-byte K loads)
+          AttnCase{8, 2, 128, 0, 0, DType::F16, 300, 1}}) {
         auto v = run_attention(*vk, c), r = run_attention(*cpu, c);
         EXPECT_LT(nmse(v, as_double(r)), 1e-10)
             << "heads " << c.n_head << "/" << c.n_kv_head << " hd " << c.head_dim << " window "
