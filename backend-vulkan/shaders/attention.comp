@@ -68,6 +68,7 @@ void main() {
     const uint lo = p.window > 0u && pos + 1u > p.window ? pos + 1u - p.window : 0u;
     const uint kv_width = p.n_kv_head * hd;
     const bool wide_k = KV_F16 != 0u && hd % 8u == 0u;  // K rows start 16-byte aligned then
+    const bool pair_v = KV_F16 != 0u && hd % 2u == 0u;  // V read as f16 pairs, one word each
     for (uint d = tid; d < hd; d += 64u) qs[d] = p.q.v[r * hd + d];
     barrier();
     float m = -1e30, l = 0.0;
@@ -99,18 +100,30 @@ void main() {
         const float chunk_sum = reduce_sum(local_sum, tid);  // its barriers publish s[]
         const float f = exp(m - m_new);
         l = l * f + chunk_sum;
-        for (uint k = 0u; k < DPT; ++k) {
-            const uint d = tid + 64u * k;
-            if (d >= hd) break;
-            float a = acc[k] * f;
-            for (uint j = 0u; j < cnt; ++j) a += s[j] * kv_at(p.v, (base + j) * kv_width + kvh * hd + d);
-            acc[k] = a;
+        if (pair_v) {  // acc[2k], acc[2k+1]: dims 2w, 2w+1 of word w = tid + 64k (one load)
+            for (uint k = 0u; k < DPT / 2u; ++k) {
+                const uint w = tid + 64u * k;
+                if (2u * w >= hd) break;
+                vec2 a = vec2(acc[2u * k], acc[2u * k + 1u]) * f;
+                const uint vb = (base * kv_width + kvh * hd) / 2u + w, vstride = kv_width / 2u;
+                for (uint j = 0u; j < cnt; ++j) a += s[j] * unpackHalf2x16(p.v.v[vb + j * vstride]);
+                acc[2u * k] = a.x;
+                acc[2u * k + 1u] = a.y;
+            }
+        } else {
+            for (uint k = 0u; k < DPT; ++k) {
+                const uint d = tid + 64u * k;
+                if (d >= hd) break;
+                float a = acc[k] * f;
+                for (uint j = 0u; j < cnt; ++j) a += s[j] * kv_at(p.v, (base + j) * kv_width + kvh * hd + d);
+                acc[k] = a;
+            }
         }
         m = m_new;
         barrier();
     }
     for (uint k = 0u; k < DPT; ++k) {
-        const uint d = tid + 64u * k;
+        const uint d = pair_v ? 2u * (tid + 64u * (k / 2u)) + (k & 1u) : tid + 64u * k;
         if (d < hd) p.y.v[r * hd + d] = acc[k] / l;
     }
 }
