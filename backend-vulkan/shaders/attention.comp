@@ -106,7 +106,14 @@ void main() {
                 if (2u * w >= hd) break;
                 vec2 a = vec2(acc[2u * k], acc[2u * k + 1u]) * f;
                 const uint vb = (base * kv_width + kvh * hd) / 2u + w, vstride = kv_width / 2u;
-                for (uint j = 0u; j < cnt; ++j) a += s[j] * unpackHalf2x16(p.v.v[vb + j * vstride]);
+                uint j = 0u;
+                for (; j + 4u <= cnt; j += 4u) {  // 4 loads in flight before their FMAs
+                    const uint w0 = p.v.v[vb + j * vstride], w1 = p.v.v[vb + (j + 1u) * vstride];
+                    const uint w2 = p.v.v[vb + (j + 2u) * vstride], w3 = p.v.v[vb + (j + 3u) * vstride];
+                    a += s[j] * unpackHalf2x16(w0) + s[j + 1u] * unpackHalf2x16(w1) +
+                         s[j + 2u] * unpackHalf2x16(w2) + s[j + 3u] * unpackHalf2x16(w3);
+                }
+                for (; j < cnt; ++j) a += s[j] * unpackHalf2x16(p.v.v[vb + j * vstride]);
                 acc[2u * k] = a.x;
                 acc[2u * k + 1u] = a.y;
             }
