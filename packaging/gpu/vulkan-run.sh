@@ -7,7 +7,8 @@
 #     BUNDLE        packaging/gpu/bundle.sh's output, unpacked (bin/, lib/, fixtures/, env.sh);
 #                   needs tandem-cli, libtandem-backend-vulkan.so, test-vulkan, test-backend-ops
 #     LLAMACPP_DIR  llama-bench and its .so files built with -DGGML_VULKAN=ON
-#                   (default .gpu/llamacpp-vulkan; skipped when absent)
+#                   (default .gpu/llamacpp-vulkan, or LLAMACPP_DIR.tar.xz unpacked; skipped
+#                   when absent)
 # Environment: VK_RUN_LIKE (synth shape, default llama-3.1-8b), VK_RUN_TYPES (default "q4_0 q8_0 q4_k_m"), VK_RUN_TMP (default /tmp/vk-run),
 # VK_RUN_SKIP_TESTS=1 for benchmarks only, VK_RUN_PROFILE=0 to skip the per-op GPU time table
 # (first type only), VK_RUN_SWEEP=0 to skip the matvec workgroup-shape sweep (first type, tg64).
@@ -20,8 +21,12 @@ if [ $# -lt 1 ] || [ ! -x "$1/env.sh" ]; then
 fi
 B="$(cd "$1" && pwd)"
 L="${2:-.gpu/llamacpp-vulkan}"
-[ -d "$L" ] && L="$(cd "$L" && pwd)"
 TMP="${VK_RUN_TMP:-/tmp/vk-run}"
+mkdir -p "$TMP"
+if [ ! -d "$L" ] && [ -f "$L.tar.xz" ]; then  # as carried: .gpu/llamacpp-vulkan.tar.xz
+  tar -xJf "$L.tar.xz" -C "$TMP" && L="$TMP/$(basename "$L")"
+fi
+[ -d "$L" ] && L="$(cd "$L" && pwd)"
 TYPES="${VK_RUN_TYPES:-q4_0 q8_0 q4_k_m}"
 LIKE="${VK_RUN_LIKE:-llama-3.1-8b}"  # another synth shape for a quick local check
 mkdir -p "$TMP"
@@ -91,8 +96,8 @@ for q in $TYPES; do
     LD_LIBRARY_PATH="$L:$B/lib:${LD_LIBRARY_PATH:-}" timeout 150 "$L/llama-bench" -m "$f" -ngl 99 \
       -p 512 -n 128 -r 2 -o csv > "$TMP/llama-$q.csv" 2> "$TMP/llama-$q.err"
     # csv columns: ... n_prompt,n_gen,...,avg_ts,stddev_ts
-    lpp=$(awk -F, 'NR==1{for(i=1;i<=NF;i++){gsub(/"/,"",$i);h[$i]=i}} NR>1{gsub(/"/,"");if($h["n_prompt"]>0)print $h["avg_ts"]}' "$TMP/llama-$q.csv" | head -1)
-    ltg=$(awk -F, 'NR==1{for(i=1;i<=NF;i++){gsub(/"/,"",$i);h[$i]=i}} NR>1{gsub(/"/,"");if($h["n_gen"]>0)print $h["avg_ts"]}' "$TMP/llama-$q.csv" | head -1)
+    lpp=$(awk -F, 'NR==1{for(i=1;i<=NF;i++){gsub(/"/,"",$i);h[$i]=i}} NR>1{gsub(/"/,"");if($h["n_prompt"]>0)printf "%.1f\n", $h["avg_ts"]}' "$TMP/llama-$q.csv" | head -1)
+    ltg=$(awk -F, 'NR==1{for(i=1;i<=NF;i++){gsub(/"/,"",$i);h[$i]=i}} NR>1{gsub(/"/,"");if($h["n_gen"]>0)printf "%.1f\n", $h["avg_ts"]}' "$TMP/llama-$q.csv" | head -1)
     [ -n "$ltg" ] || { ltg=ERR; tail -3 "$TMP/llama-$q.err" | sed 's/^/    /' >&2; }
   fi
   rel=$(awk -v a="$tg" -v b="$ltg" 'BEGIN{ if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else print "-" }')
