@@ -64,6 +64,11 @@ fi
 section "Benchmarks: synth $LIKE, pp512 / tg128"
 printf '\n| type | GiB | ours pp512 tok/s | ours tg128 tok/s | ours GB/s | copy GB/s | GB/s / copy | llama.cpp pp512 | llama.cpp tg128 | tg ours/llama.cpp |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
+llama_ts() {  # llama_ts CSV COLUMN: avg_ts of the first row whose COLUMN is > 0
+  python3 -c 'import csv,sys
+for r in csv.DictReader(open(sys.argv[1])):
+    if int(r[sys.argv[2]]) > 0: print("%.1f" % float(r["avg_ts"])); break' "$1" "$2" 2>/dev/null
+}
 json_num() { sed -n "s/.*\"$1\": *\([-0-9.e+]*\).*/\1/p" "$2" | head -1; }
 for q in $TYPES; do
   f="$TMP/$LIKE-$q.gguf"
@@ -96,8 +101,9 @@ for q in $TYPES; do
     LD_LIBRARY_PATH="$L:$B/lib:${LD_LIBRARY_PATH:-}" timeout 150 "$L/llama-bench" -m "$f" -ngl 99 \
       -p 512 -n 128 -r 2 -o csv > "$TMP/llama-$q.csv" 2> "$TMP/llama-$q.err"
     # csv columns: ... n_prompt,n_gen,...,avg_ts,stddev_ts
-    lpp=$(awk -F, 'NR==1{for(i=1;i<=NF;i++){gsub(/"/,"",$i);h[$i]=i}} NR>1{gsub(/"/,"");if($h["n_prompt"]>0)printf "%.1f\n", $h["avg_ts"]}' "$TMP/llama-$q.csv" | head -1)
-    ltg=$(awk -F, 'NR==1{for(i=1;i<=NF;i++){gsub(/"/,"",$i);h[$i]=i}} NR>1{gsub(/"/,"");if($h["n_gen"]>0)printf "%.1f\n", $h["avg_ts"]}' "$TMP/llama-$q.csv" | head -1)
+    # gpu_info holds a quoted comma ("NVIDIA H200, NVIDIA H200"): parse the CSV properly.
+    lpp=$(llama_ts "$TMP/llama-$q.csv" n_prompt)
+    ltg=$(llama_ts "$TMP/llama-$q.csv" n_gen)
     [ -n "$ltg" ] || { ltg=ERR; tail -3 "$TMP/llama-$q.err" | sed 's/^/    /' >&2; }
   fi
   rel=$(awk -v a="$tg" -v b="$ltg" 'BEGIN{ if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else print "-" }')

@@ -293,7 +293,9 @@ void ClusterCoordinator::connect_all(const std::vector<std::string>& nodes) {
         Worker& w = *workers[size_t(r - 1)];
         const auto shard = planner::shard_by_shares(hp, r, shares, align);
         try {
-            w.control->recv(msg, Millis(30000));
+            // A node first hashes its copy of the file (about 1 GB/s) before it answers, so
+            // a 40 GB model needs far more than a fixed half minute; allow 200 MB/s.
+            w.control->recv(msg, Millis(30000 + int64_t(a.model_size / 200'000)));
             if (type_of(msg) == Msg::Failed) throw Error("refused: " + decode_failed(msg));
             if (decode_need_shard(msg)) {
                 log_info("cluster: streaming shard " + std::to_string(r) + " to " + w.address);
