@@ -289,6 +289,13 @@ void ClusterCoordinator::connect_all(const std::vector<std::string>& nodes) {
         a.shard = planner::shard_by_shares(hp, r, shares, align);
         w.control->send(encode(a), kSendTimeout);
     }
+    // Rank 0 loads its own shard now, while the nodes load theirs: loading it after every node
+    // reported ready left them idle past their silence limit on a 70B model (20 GB a rank).
+    const auto t0 = clock_type::now();
+    auto model0 = planner::load_shard(model_path_, planner::shard_by_shares(hp, 0, shares, align));
+    BackendOptions bo;
+    bo.threads = opts_.threads;
+    engine::Engine e(model0, create_backend(opts_.backend, opts_.device, bo), opts_.engine);
     for (int r = 1; r < n; ++r) {
         Worker& w = *workers[size_t(r - 1)];
         const auto shard = planner::shard_by_shares(hp, r, shares, align);
@@ -333,9 +340,7 @@ void ClusterCoordinator::connect_all(const std::vector<std::string>& nodes) {
         rep.shard = shard_text(planner::shard_by_shares(hp, r, shares, align), hp);
     }
 
-    // Rank 0: our own shard, on the local backend, driving the group.
-    const auto t0 = clock_type::now();
-    auto model0 = planner::load_shard(model_path_, planner::shard_by_shares(hp, 0, shares, align));
+    // Rank 0 drives the group with the shard it loaded while the nodes loaded theirs.
     std::vector<std::unique_ptr<Transport>> links(static_cast<size_t>(n));
     for (int r = 1; r < n; ++r) {
         links[size_t(r)] = std::move(workers[size_t(r - 1)]->owned);
@@ -347,9 +352,6 @@ void ClusterCoordinator::connect_all(const std::vector<std::string>& nodes) {
     co.wire = opts_.wire;
     co.timeout = opts_.timeout;
     auto collective = std::make_unique<StepCollective>(*this, std::move(links), co);
-    BackendOptions bo;
-    bo.threads = opts_.threads;
-    engine::Engine e(model0, create_backend(opts_.backend, opts_.device, bo), opts_.engine);
     e.set_collective(collective.get());
     e.set_step_listener(this);
     reports[0].source = "local file";
