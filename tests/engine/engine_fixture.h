@@ -10,6 +10,7 @@
 #include "tandem/backend/backend.h"
 #include "tandem/engine/engine.h"
 #include "tandem/hf/convert.h"
+#include "tandem/hf/quantize.h"
 
 namespace tandem::test {
 
@@ -23,9 +24,24 @@ inline std::optional<std::filesystem::path> tiny_gguf(const std::string& name,
     auto it = done.find(key);
     if (it != done.end()) return it->second;
     auto out = temp_dir("engine") / (key + ".gguf");
-    hf::ConvertOptions o;
-    o.type = type;
-    hf::convert_hf(*src, out, o);
+    // Block types come from the quantizer (llama.cpp's mix for that type) over the f32 file;
+    // convert writes only float types.
+    std::optional<hf::QuantScheme> scheme;
+    if (type == DType::Q8_0) scheme = hf::QuantScheme::Q8_0;
+    if (type == DType::Q4_0) scheme = hf::QuantScheme::Q4_0;
+    if (type == DType::Q4_K) scheme = hf::QuantScheme::Q4_K_M;
+    if (type == DType::Q5_K) scheme = hf::QuantScheme::Q5_K_M;
+    if (type == DType::Q6_K) scheme = hf::QuantScheme::Q6_K;
+    if (scheme) {
+        hf::QuantizeOptions q;
+        q.scheme = *scheme;
+        q.threads = 2;
+        hf::quantize_gguf(*tiny_gguf(name, DType::F32), out, q);
+    } else {
+        hf::ConvertOptions o;
+        o.type = type;
+        hf::convert_hf(*src, out, o);
+    }
     done[key] = out;
     return out;
 }
