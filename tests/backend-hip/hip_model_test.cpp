@@ -110,7 +110,12 @@ TEST(HipModelsQuantised, HalfAndBlockWeightsWithF16CacheMatchCpu) {
         const double e = max_rel_row_error(lh, lc, model->hp.n_vocab);
         std::printf("gemma3-tiny %s: hip vs cpu %.2e\n", std::string(dtype_name(t)).c_str(), e);
         const bool half = t == DType::F16 || t == DType::BF16;
-        EXPECT_LT(e, half ? 1e-4 : 3e-2) << dtype_name(t);
+        // Block types: the CPU backend rounds activations to q8 blocks, HIP keeps them in f32.
+        // On this random-weight model (near-flat logits) that alone moves logits by a few %
+        // (H100, 2026-11-21: q8_0 3.2e-2, q4_k 5.0e-2; docs/engine.md's per-type table shows
+        // weight rounding of the same size), so the bound catches wrong kernels (errors ~1), not
+        // the rounding difference.
+        EXPECT_LT(e, half ? 1e-4 : 8e-2) << dtype_name(t);
     }
 }
 
