@@ -17,9 +17,11 @@ export TANDEM_INSTANCE_KEY="screenshots-$$" QT_QPA_PLATFORM=xcb
 shot() { xvfb-run -a -s "-screen 0 1400x900x24" "$build/bin/tandem" --new-instance "$@"; }
 
 # 1. Chats: a finished answer with a code block.
+# The default model is a small *base* model: it continues text rather than answering, so the
+# prompt is a document with a code block that it continues (its reply repeats the pattern).
+prompt=$'Here is a Python function:\n\n```python\ndef reverse(s: str) -> str:\n    return s[::-1]\n```\n\nQ: What does reverse("abc") return?\nA:'
 shot --home "$work/chat" --chats-db "$work/chat/chats.db" --model "$model" \
-  --prompt "Write a Python function that reverses a string. Put the code in a code block." \
-  --screenshot "$out/chat.png"
+  --prompt "$prompt" --screenshot "$out/chat.png"
 
 # 2. Models: the library, a hub search, a repo's files and a throttled download under way.
 hub="$work/hub"
