@@ -3,44 +3,14 @@
 // fixture's 24-token greedy continuation; half-precision and quantised weights with an f16 cache
 // stay close to the CPU backend. Skips without a GPU or without the fixtures.
 #include <cstdlib>
-#include <fstream>
-
-#include <nlohmann/json.hpp>
 
 #include "../engine/engine_fixture.h"
+#include "../engine/hf_reference.h"
 #include "hip_test_support.h"
 #include "tandem/engine/generate.h"
 
 namespace tandem::test {
 namespace {
-
-struct Reference {
-    std::vector<int32_t> prompt, greedy;
-    std::vector<float> logits;  // [n_prompt, n_vocab]
-};
-
-Reference load_reference(const std::filesystem::path& dir) {
-    std::ifstream f(dir / "reference.json");
-    auto j = nlohmann::json::parse(f);
-    Reference r{j["prompt_ids"].get<std::vector<int32_t>>(),
-                j["greedy_continuation_ids"].get<std::vector<int32_t>>(),
-                {}};
-    const auto shape = j["logits_shape"].get<std::vector<int64_t>>();
-    r.logits.resize(size_t(shape[0] * shape[1]));
-    std::ifstream lf(dir / j["logits_file"].get<std::string>(), std::ios::binary);
-    lf.read(reinterpret_cast<char*>(r.logits.data()), std::streamsize(r.logits.size() * 4));
-    return r;
-}
-
-std::unique_ptr<engine::Engine> engine_on(const std::string& backend,
-                                          std::shared_ptr<engine::Model> m, DType kv) {
-    engine::EngineOptions eo;
-    eo.n_ctx = 128;
-    eo.kv_type = kv;
-    BackendOptions bo;
-    bo.threads = 2;
-    return std::make_unique<engine::Engine>(m, create_backend(backend, 0, bo), eo);
-}
 
 class HipModels : public ::testing::TestWithParam<std::string> {};
 
@@ -49,7 +19,7 @@ TEST_P(HipModels, LogitsAndGreedyMatchCpuAndFixture) {
     probe.reset();
     const std::string name = GetParam();
     TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/" + name);
-    const Reference ref = load_reference(dir);
+    const HfReference ref = load_hf_reference(dir);
     auto model = engine::load_model(*tiny_gguf(name, DType::F32));
     const int64_t V = model->hp.n_vocab;
 
@@ -101,7 +71,7 @@ TEST(HipModelsQuantised, HalfAndBlockWeightsWithF16CacheMatchCpu) {
     TANDEM_HIP_OR_SKIP(probe);
     probe.reset();
     TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/gemma3-tiny");
-    const Reference ref = load_reference(dir);
+    const HfReference ref = load_hf_reference(dir);
     for (DType t : {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_K}) {
         auto model = engine::load_model(*tiny_gguf("gemma3-tiny", t));
         std::vector<float> lh, lc;
@@ -126,7 +96,7 @@ TEST(HipModelsModes, WeightsInPlaceAndEagerStepsMatchCpu) {
     TANDEM_HIP_OR_SKIP(probe);
     probe.reset();
     TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/qwen3moe-tiny");
-    const Reference ref = load_reference(dir);
+    const HfReference ref = load_hf_reference(dir);
     auto model = engine::load_model(*tiny_gguf("qwen3moe-tiny", DType::F32));
     auto cpu = engine_on("cpu", model, DType::F32);
     std::vector<float> lc;
