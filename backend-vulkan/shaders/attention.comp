@@ -7,8 +7,8 @@ layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint KV_F16 = 1;
 const uint CHUNK = 256u, MAX_HD = 256u, DPT = MAX_HD / 64u;
 layout(push_constant) uniform P {
-    Floats q; Uints k; Uints v; Floats y;
-    uint n_tok; uint n_head; uint n_kv_head; uint head_dim; uint window; uint n_past;
+    Floats q; Uints k; Uints v; Floats y; Uints step;  // step.v[0] = n_past
+    uint n_tok; uint n_head; uint n_kv_head; uint head_dim; uint window;
     float scale; float softcap;
 } p;
 shared float s[CHUNK];
@@ -64,7 +64,7 @@ void main() {
     if (r >= p.n_tok * p.n_head) return;
     const uint tid = gl_LocalInvocationID.x, hd = p.head_dim;
     const uint t = r / p.n_head, h = r % p.n_head, kvh = h / (p.n_head / p.n_kv_head);
-    const uint pos = p.n_past + t;
+    const uint pos = p.step.v[0] + t;
     const uint lo = p.window > 0u && pos + 1u > p.window ? pos + 1u - p.window : 0u;
     const uint kv_width = p.n_kv_head * hd;
     const bool wide_k = KV_F16 != 0u && hd % 8u == 0u;  // K rows start 16-byte aligned then

@@ -61,6 +61,7 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     check(vkAllocateCommandBuffers(ctx_->device(), &cai, &cb_), "vkAllocateCommandBuffers");
     cbs_.push_back(cb_);
     if (const char* sp = std::getenv("TANDEM_VK_SPLIT")) split_submit_ = std::string(sp) != "0";
+    if (const char* c = std::getenv("TANDEM_VK_CACHE")) cache_steps_ = std::string(c) != "0";
     if (const char* prof = std::getenv("TANDEM_VK_PROFILE"); prof && std::string(prof) == "1") {
         if (pd.timestamp_period_ns > 0)
             profiler_ = std::make_unique<Profiler>(ctx_->device(), pd.timestamp_period_ns);
@@ -100,6 +101,7 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host)
         throw Error("vulkan backend: weight '" + w.name + "' is " + std::to_string(w.nbytes) +
                     " bytes; tensors of 4 GiB or more are not supported yet");
     if (static_cast<size_t>(slot) >= weights_.size()) weights_.resize(slot + 1);
+    ++generation_;
     Weight& dst = weights_[slot];
     if (dst.buf.buffer) {
         weight_bytes_ -= dst.buf.allocated;
@@ -144,6 +146,7 @@ void VulkanBackend::allocate_kv(const std::vector<KvDesc>& kv) {
     }
     for (auto& k : kv_) ctx_->destroy(k);
     kv_.clear();
+    ++generation_;
     kv_desc_ = kv;
     kv_bytes_ = 0;
     for (size_t i = 0; i < kv.size(); ++i) {
@@ -165,6 +168,7 @@ void VulkanBackend::reserve_scratch(uint64_t bytes) {
     if (bytes <= scratch_.size) return;
     vkDeviceWaitIdle(ctx_->device());
     ctx_->destroy(scratch_);
+    ++generation_;
     scratch_ = ctx_->create_device_buffer(bytes, "scratch");
 }
 
@@ -172,6 +176,7 @@ void VulkanBackend::ensure_moe_buffer(uint64_t bytes) {
     if (bytes <= moe_h_.size) return;
     vkDeviceWaitIdle(ctx_->device());
     ctx_->destroy(moe_h_);
+    ++generation_;
     moe_h_ = ctx_->create_device_buffer(bytes, "MoE expert activations");
 }
 
@@ -217,7 +222,7 @@ VulkanBackend::Ref VulkanBackend::ref(const Graph& g, TensorId id) const {
 void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
     input_offset_.assign(io.inputs.size(), 0);
     output_offset_.assign(io.outputs.size(), 0);
-    uint64_t at = 0;
+    uint64_t at = kStepParamsBytes;
     for (const GraphTensor& t : g.tensors()) {
         if (t.role != TensorRole::Input && t.role != TensorRole::Output) continue;
         const bool in = t.role == TensorRole::Input;
@@ -232,8 +237,12 @@ void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
     at = place_rope_tables(g, io, at);
     if (at > io_.size) {
         ctx_->destroy(io_);
+        ++generation_;
         io_ = ctx_->create_host_buffer(std::max<uint64_t>(at, 1 << 20), "step inputs/outputs");
     }
+    StepParams sp{};
+    sp.n_past = static_cast<uint32_t>(io.n_past);
+    std::memcpy(io_.mapped, &sp, sizeof sp);
     for (const GraphTensor& t : g.tensors())
         if (t.role == TensorRole::Input)
             std::memcpy(static_cast<uint8_t*>(io_.mapped) + input_offset_[t.slot],
@@ -292,14 +301,33 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
         throw Error("vulkan backend: graph needs " + std::to_string(g.scratch_bytes()) +
                     " scratch bytes, " + std::to_string(scratch_.size) + " reserved");
     const auto t0 = std::chrono::steady_clock::now();
-    layout_io(g, io);
+    auto cpu_time = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    check_step(g, io);
+    layout_io(g, io);  // may move the io buffer (generation_), so before the cache look-up
+    const bool cache = cache_steps_ && cacheable(g);
+    const uint64_t key = cache ? graph_key(g) : 0;
+    if (CachedStep* c = cache ? find_cached(key) : nullptr) {
+        c->last_used = ++use_clock_;
+        if (profiler_) {
+            profiler_->replay(c->profile_labels);
+            profiler_->add_record_time(cpu_time(), true);
+        }
+        ctx_->submit_and_wait(c->cbs.data(), static_cast<uint32_t>(c->cbs.size()));
+        if (profiler_) profiler_->collect();
+        copy_outputs(g, io);
+        return;
+    }
+    CachedStep* rec = cache ? new_cached(key) : nullptr;
+    pool_ = rec ? &rec->cbs : &cbs_;
     barriers_ = 0;
     begin_recording();
     try {
         const size_t n_nodes = g.nodes().size();
         for (size_t i = 0; i < n_nodes; ++i) {
             const Node& n = g.nodes()[i];
-            record_node(g, n, io);
+            record_node(g, n);
             if (profiler_) profiler_->mark(cb_, node_label(g, n));
             // A first small piece gets the GPU going; later pieces amortise the submit cost.
             ++nodes_in_cb_;
@@ -312,12 +340,26 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
         recording_ = false;
         if (cb_next_ > 1) vkQueueWaitIdle(ctx_->queue());  // pieces already queued
         cb_next_ = 0;
+        pool_ = &cbs_;
+        if (rec) drop_cached(rec);
         throw;
     }
-    if (profiler_)
-        profiler_->add_record_time(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (profiler_) profiler_->add_record_time(cpu_time(), false);
     finish_and_wait();
+    pool_ = &cbs_;
+    if (rec) {
+        // A buffer that moved while recording (it cannot in practice: sizes are known up
+        // front) leaves commands that must not be replayed.
+        if (rec->generation != generation_) {
+            drop_cached(rec);
+        } else if (profiler_) {
+            rec->profile_labels = profiler_->labels();
+        }
+    }
+    copy_outputs(g, io);
+}
+
+void VulkanBackend::copy_outputs(const Graph& g, const StepIO& io) {
     for (const GraphTensor& t : g.tensors())
         if (t.role == TensorRole::Output)
             std::memcpy(io.outputs[t.slot],
@@ -325,20 +367,124 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
                         t.nbytes());
 }
 
+void VulkanBackend::check_step(const Graph& g, const StepIO& io) const {
+    for (const Node& n : g.nodes()) {
+        if (n.op == Op::GetRows) {
+            // Token ids come from the host: check them before the GPU reads out of bounds.
+            const GraphTensor& ids_t = g.tensor(n.src[1]);
+            if (ids_t.role != TensorRole::Input) continue;
+            const WeightDesc& w = weight_desc(g, n.src[0]);
+            if (ids_t.slot < 0 || static_cast<size_t>(ids_t.slot) >= io.inputs.size() ||
+                io.inputs[ids_t.slot] == nullptr)
+                continue;  // layout_io names the missing input
+            const auto* v = static_cast<const int32_t*>(io.inputs[ids_t.slot]);
+            for (int64_t t = 0; t < g.tensor(n.out).rows(); ++t)
+                if (v[t] < 0 || v[t] >= w.ne[1])
+                    throw Error("get_rows: token id " + std::to_string(v[t]) +
+                                " outside the vocabulary (" + std::to_string(w.ne[1]) + " rows)");
+        } else if (n.op == Op::KvStore) {
+            const GraphTensor& cache = g.tensor(n.src[1]);
+            const GraphTensor& src = g.tensor(n.src[0]);
+            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
+                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
+                            std::to_string(src.rows()) + " new tokens exceed the context of " +
+                            std::to_string(cache.rows()) + " (raise --ctx)");
+        }
+    }
+}
+
+uint64_t VulkanBackend::graph_key(const Graph& g) {
+    // Word-at-a-time multiply-xorshift over the fields (not the structs' padding); it runs every
+    // step, so not byte by byte.
+    uint64_t h = 0x243F6A8885A308D3ull;
+    auto mix = [&h](uint64_t v) {
+        h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+        h ^= h >> 29;
+    };
+    mix(g.nodes().size());
+    mix(g.tensors().size());
+    for (const Node& n : g.nodes()) {
+        mix(uint64_t(n.op));
+        mix(uint64_t(uint32_t(n.out)));
+        for (TensorId s : n.src) mix(uint64_t(uint32_t(s)));
+        for (int32_t v : n.i) mix(uint64_t(uint32_t(v)));
+        for (float f : n.f) {
+            uint32_t u;
+            std::memcpy(&u, &f, sizeof u);
+            mix(u);
+        }
+    }
+    for (const GraphTensor& t : g.tensors()) {
+        mix(uint64_t(t.role) | uint64_t(t.type) << 8 | uint64_t(uint32_t(t.slot)) << 32);
+        for (int64_t e : t.ne) mix(uint64_t(e));
+        mix(t.offset);
+    }
+    return h;
+}
+
+// Steps with a host collective wait and continue in the middle: recorded every time.
+bool VulkanBackend::cacheable(const Graph& g) const {
+    if (!collective_ || collective_->n_ranks() <= 1) return true;
+    return std::none_of(g.nodes().begin(), g.nodes().end(), [](const Node& n) {
+        return n.op == Op::AllReduce || n.op == Op::AllGather;
+    });
+}
+
+VulkanBackend::CachedStep* VulkanBackend::find_cached(uint64_t key) {
+    for (auto& c : cached_) {
+        if (c->key != key) continue;
+        if (c->generation == generation_) return c.get();
+        drop_cached(c.get());  // recorded against buffers that moved since
+        return nullptr;
+    }
+    return nullptr;
+}
+
+// Room for the graphs an engine alternates between (decode, prefill batch, its tail, ...).
+constexpr size_t kMaxCachedSteps = 8;
+
+VulkanBackend::CachedStep* VulkanBackend::new_cached(uint64_t key) {
+    if (cached_.size() >= kMaxCachedSteps) {
+        auto lru = std::min_element(
+            cached_.begin(), cached_.end(),
+            [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
+        drop_cached(lru->get());
+    }
+    auto c = std::make_unique<CachedStep>();
+    c->key = key;
+    c->generation = generation_;
+    c->last_used = ++use_clock_;
+    cached_.push_back(std::move(c));
+    return cached_.back().get();
+}
+
+// Only between steps: every step waits for its fence, so no cached command buffer is pending.
+void VulkanBackend::drop_cached(CachedStep* c) {
+    auto it =
+        std::find_if(cached_.begin(), cached_.end(), [c](const auto& p) { return p.get() == c; });
+    if (it == cached_.end()) return;
+    if (!c->cbs.empty())
+        vkFreeCommandBuffers(ctx_->device(), ctx_->command_pool(),
+                             static_cast<uint32_t>(c->cbs.size()), c->cbs.data());
+    cached_.erase(it);
+}
+
 void VulkanBackend::start_command_buffer() {
-    if (cb_next_ == cbs_.size()) {
+    std::vector<VkCommandBuffer>& pool = *pool_;
+    if (cb_next_ == pool.size()) {
         VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
         cai.commandPool = ctx_->command_pool();
         cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
         cai.commandBufferCount = 1;
         VkCommandBuffer cb = VK_NULL_HANDLE;
         check(vkAllocateCommandBuffers(ctx_->device(), &cai, &cb), "vkAllocateCommandBuffers");
-        cbs_.push_back(cb);
+        pool.push_back(cb);
     }
-    cb_ = cbs_[cb_next_++];
+    cb_ = pool[cb_next_++];
     check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    // Cached steps are submitted again (no ONE_TIME_SUBMIT), never while pending.
+    bi.flags = pool_ == &cbs_ ? VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT : 0;
     check(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
     nodes_in_cb_ = 0;
 }

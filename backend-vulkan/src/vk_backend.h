@@ -16,8 +16,14 @@
 namespace tandem::vk {
 
 // Buffer ids for hazard tracking; weights are never written, so they never need a barrier.
-inline constexpr int kScratchId = 0, kIoId = 1, kMoeId = 2, kCollectiveId = 3, kKvId0 = 16,
-                     kWeightId0 = 1 << 20;
+inline constexpr int kScratchId = 0, kIoId = 1, kMoeId = 2, kCollectiveId = 3, kAttnPartId = 4,
+                     kKvId0 = 16, kWeightId0 = 1 << 20;
+// The step parameters the shaders read (instead of push constants, so recorded commands stay
+// valid for every step): at byte 0 of the io buffer, written by the host before each submit.
+struct StepParams {
+    uint32_t n_past;  // position of the step's first token
+};
+inline constexpr uint64_t kStepParamsBytes = 256;  // io slots start after them
 
 class VulkanBackend final : public Backend {
   public:
@@ -65,12 +71,33 @@ class VulkanBackend final : public Backend {
         Buffer buf;
         std::vector<float> host_f32;  // small f32 weights (rope frequency factors) for the host
     };
+    // The command buffers one graph was recorded into, replayed by later steps with the same
+    // graph (every decode token): per-step values come from StepParams and the io buffer, so
+    // only buffer moves (generation_) invalidate them.
+    struct CachedStep {
+        uint64_t key = 0;         // graph_key()
+        uint64_t generation = 0;  // generation_ when recorded
+        uint64_t last_used = 0;
+        std::vector<VkCommandBuffer> cbs;
+        std::vector<std::string> profile_labels;  // TANDEM_VK_PROFILE: the timestamps' labels
+    };
 
     Ref ref(const Graph& g, TensorId id) const;
     const WeightDesc& weight_desc(const Graph& g, TensorId id) const;
     void layout_io(const Graph& g, const StepIO& io);
     uint64_t place_rope_tables(const Graph& g, const StepIO& io, uint64_t at);
-    void record_node(const Graph& g, const Node& n, const StepIO& io);
+    void record_node(const Graph& g, const Node& n);
+    // Host-side checks of a step (token ids, context length): they run every step, recorded
+    // or replayed, before anything is queued.
+    void check_step(const Graph& g, const StepIO& io) const;
+    // A fingerprint of everything the recorded commands depend on in the graph (nodes, tensor
+    // roles, types, shapes, slots, scratch offsets); buffer addresses are covered by generation_.
+    static uint64_t graph_key(const Graph& g);
+    bool cacheable(const Graph& g) const;
+    CachedStep* find_cached(uint64_t key);
+    CachedStep* new_cached(uint64_t key);
+    void drop_cached(CachedStep* c);
+    void copy_outputs(const Graph& g, const StepIO& io);
     MatmulPlan plan_matmul(const WeightDesc& w, int64_t n_tok) const;
     void read_tuning_env();
     void dispatch(const std::string& shader, const std::vector<uint32_t>& spec, const void* push,
@@ -96,7 +123,14 @@ class VulkanBackend final : public Backend {
     // starts before recording ends (no host wait between the pieces; TANDEM_VK_SPLIT=0: one).
     VkCommandBuffer cb_ = VK_NULL_HANDLE;
     std::vector<VkCommandBuffer> cbs_;
-    size_t cb_next_ = 0;        // next of cbs_ to record this step
+    size_t cb_next_ = 0;  // next of *pool_ to record this step
+    // Where start_command_buffer takes command buffers from: cbs_ (re-recorded every step) or
+    // the CachedStep being recorded (kept for replay).
+    std::vector<VkCommandBuffer>* pool_ = &cbs_;
+    std::vector<std::unique_ptr<CachedStep>> cached_;
+    uint64_t generation_ = 0;  // bumped whenever a buffer recorded commands use may have moved
+    uint64_t use_clock_ = 0;
+    bool cache_steps_ = true;   // TANDEM_VK_CACHE=0 re-records every step
     uint32_t nodes_in_cb_ = 0;  // nodes recorded into cb_
     bool split_submit_ = true;
     std::vector<Weight> weights_;

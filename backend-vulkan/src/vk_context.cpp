@@ -235,9 +235,13 @@ void Context::submit(VkCommandBuffer cb) {
 }
 
 void Context::submit_and_wait(VkCommandBuffer cb) {
+    submit_and_wait(&cb, 1);
+}
+
+void Context::submit_and_wait(const VkCommandBuffer* cbs, uint32_t n) {
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cb;
+    si.commandBufferCount = n;
+    si.pCommandBuffers = cbs;
     check(vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit");
     check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
     check(vkResetFences(device_, 1, &fence_), "vkResetFences");

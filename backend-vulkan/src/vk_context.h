@@ -57,6 +57,8 @@ class Context {
 
     // Runs one command buffer and waits for it (fence reused).
     void submit_and_wait(VkCommandBuffer cb);
+    // Runs n command buffers in order in one vkQueueSubmit and waits for them.
+    void submit_and_wait(const VkCommandBuffer* cbs, uint32_t n);
     // Queues a command buffer without waiting (a later submit_and_wait's fence covers it too:
     // a fence signals after everything earlier in submission order).
     void submit(VkCommandBuffer cb);

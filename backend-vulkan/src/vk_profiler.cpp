@@ -70,6 +70,10 @@ void Profiler::print(FILE* out) const {
         std::fprintf(out, "| (CPU recording per step) | %llu | %.2f | %.1f | |\n",
                      static_cast<unsigned long long>(steps_), record_s_ * 1e3,
                      record_s_ * 1e6 / double(steps_));
+    if (replays_)
+        std::fprintf(out, "| (CPU replay per step, cached commands) | %llu | %.2f | %.1f | |\n",
+                     static_cast<unsigned long long>(replays_), replay_s_ * 1e3,
+                     replay_s_ * 1e6 / double(replays_));
 }
 
 }  // namespace tandem::vk

@@ -25,10 +25,18 @@ class Profiler {
     void mark(VkCommandBuffer cb, const std::string& label);
     // After the submission's fence: reads the timestamps into the totals.
     void collect();
-    // CPU time spent recording one step (from compute() start to submit).
-    void add_record_time(double seconds) {
-        record_s_ += seconds;
-        ++steps_;
+    // Labels of the timestamps of the last recorded submission, and replaying a cached one
+    // (its commands reset the queries and write the same timestamps again).
+    const std::vector<std::string>& labels() const { return labels_; }
+    void replay(const std::vector<std::string>& labels) {
+        labels_ = labels;
+        used_ = static_cast<uint32_t>(labels_.size());
+    }
+    // CPU time of one step from compute() start to submit: recording its commands, or only
+    // writing its inputs when it replays cached command buffers.
+    void add_record_time(double seconds, bool replayed) {
+        (replayed ? replay_s_ : record_s_) += seconds;
+        ++(replayed ? replays_ : steps_);
     }
     void print(FILE* out) const;
 
@@ -43,8 +51,8 @@ class Profiler {
     uint32_t used_ = 0;
     std::vector<std::string> labels_;  // label of query i (i >= 1)
     std::map<std::string, Total> totals_;
-    double record_s_ = 0;
-    uint64_t steps_ = 0;
+    double record_s_ = 0, replay_s_ = 0;
+    uint64_t steps_ = 0, replays_ = 0;
 };
 
 }  // namespace tandem::vk

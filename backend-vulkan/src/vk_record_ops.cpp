@@ -57,13 +57,14 @@ struct RopePush {
     uint32_t n_tok, n_head, head_dim, n_rot, neox, has_ff, has_table;
     float freq_base, freq_scale;
 };
+// `step`: the StepParams (n_past) in the io buffer, so recorded commands serve every step.
 struct KvPush {
-    uint64_t x, cache;
-    uint32_t n, row0_elems;
+    uint64_t x, cache, step;
+    uint32_t n, width;
 };
 struct AttnPush {
-    uint64_t q, k, v, y;
-    uint32_t n_tok, n_head, n_kv_head, head_dim, window, n_past;
+    uint64_t q, k, v, y, step;
+    uint32_t n_tok, n_head, n_kv_head, head_dim, window;
     float scale, softcap;
 };
 struct RoutePush {
@@ -91,7 +92,7 @@ void VulkanBackend::copy_floats(const Ref& src, const Ref& dst, uint64_t n) {
     dispatch("eltwise", {kCopy}, &p, sizeof p, eltwise_groups(n), 1, 1, {src}, {dst});
 }
 
-void VulkanBackend::record_node(const Graph& g, const Node& n, const StepIO& io) {
+void VulkanBackend::record_node(const Graph& g, const Node& n) {
     const GraphTensor& out = g.tensor(n.out);
     const Ref y = ref(g, n.out);
     const Ref a = ref(g, n.src[0]);
@@ -157,17 +158,7 @@ void VulkanBackend::record_node(const Graph& g, const Node& n, const StepIO& io)
         }
         case Op::GetRows: {
             const WeightDesc& w = weight_desc(g, n.src[0]);
-            const GraphTensor& ids_t = g.tensor(n.src[1]);
-            const Ref ids = ref(g, n.src[1]);
-            // Token ids come from the host: check them before the GPU reads out of bounds.
-            if (ids_t.role == TensorRole::Input) {
-                const auto* v = static_cast<const int32_t*>(io.inputs[ids_t.slot]);
-                for (int64_t t = 0; t < out.rows(); ++t)
-                    if (v[t] < 0 || v[t] >= w.ne[1])
-                        throw Error("get_rows: token id " + std::to_string(v[t]) +
-                                    " outside the vocabulary (" + std::to_string(w.ne[1]) +
-                                    " rows)");
-            }
+            const Ref ids = ref(g, n.src[1]);  // host ids were checked by check_step
             RowsPush p{a.address, ids.address, y.address, u32(w.ne[0]), weight_row_bytes(w)};
             dispatch("get_rows", {uint32_t(w.type)}, &p, sizeof p, split_x(out.rows()),
                      split_z(out.rows()), 1, {ids}, {y});
@@ -226,19 +217,13 @@ void VulkanBackend::record_node(const Graph& g, const Node& n, const StepIO& io)
         case Op::KvStore: {
             const GraphTensor& cache = g.tensor(n.src[1]);
             const GraphTensor& src = g.tensor(n.src[0]);
-            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
-                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
-                            std::to_string(src.rows()) + " new tokens exceed the context of " +
-                            std::to_string(cache.rows()) + " (raise --ctx)");
-            Ref c = ref(g, n.src[1]);
-            const uint64_t rb = row_bytes(cache.type, uint64_t(cache.cols()));
-            Ref dst = c;  // only the rows written, so later reads of older rows need no barrier
-            dst.offset = uint64_t(io.n_past) * rb;
-            dst.size = uint64_t(src.rows()) * rb;
+            // The rows written depend on n_past, which the recorded commands do not know:
+            // the hazard range is the whole cache (its readers read it whole anyway).
+            const Ref c = ref(g, n.src[1]);
             const uint64_t n_el = uint64_t(src.n_elements());
-            KvPush p{a.address, c.address, u32(n_el), u32(int64_t(io.n_past) * cache.cols())};
+            KvPush p{a.address, c.address, io_.address, u32(n_el), u32(cache.cols())};
             dispatch("kv_store", {cache.type == DType::F16 ? 1u : 0u}, &p, sizeof p,
-                     eltwise_groups(n_el), 1, 1, {a}, {dst});
+                     eltwise_groups(n_el), 1, 1, {a}, {c});
             break;
         }
         case Op::Attention: {
@@ -248,9 +233,9 @@ void VulkanBackend::record_node(const Graph& g, const Node& n, const StepIO& io)
                             " is over the shader's 256");
             const Ref k = ref(g, n.src[1]), v = ref(g, n.src[2]);
             const uint64_t heads = uint64_t(out.rows()) * uint64_t(n.i[0]);
-            AttnPush p{a.address,       k.address,      v.address,   y.address,
-                       u32(out.rows()), u32(n.i[0]),    u32(n.i[1]), u32(n.i[2]),
-                       u32(n.i[3]),     u32(io.n_past), n.f[0],      n.f[1]};
+            AttnPush p{a.address,   k.address,       v.address,   y.address,
+                       io_.address, u32(out.rows()), u32(n.i[0]), u32(n.i[1]),
+                       u32(n.i[2]), u32(n.i[3]),     n.f[0],      n.f[1]};
             dispatch("attention", {kc.type == DType::F16 ? 1u : 0u}, &p, sizeof p, split_x(heads),
                      split_z(heads), 1, {a, k, v}, {y});
             break;
