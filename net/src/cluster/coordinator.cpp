@@ -22,6 +22,7 @@
 #include "tandem/planner/memory_plan.h"
 #include "tandem/planner/shard_loader.h"
 #include "tandem/planner/shard_shape.h"
+#include "timed_transport.h"
 
 namespace tandem::net {
 
@@ -47,11 +48,16 @@ class ClusterCoordinator::StepCollective : public Collective {
     int rank() const override { return 0; }
     int n_ranks() const override { return inner_.n_ranks(); }
     void all_reduce_sum(float* data, size_t n) override {
+        busy_.resize(c_.timed_.size());
+        for (size_t k = 0; k < busy_.size(); ++k)
+            busy_[k] = c_.timed_[k] ? c_.timed_[k]->busy_ns() : 0;
+        const int64_t t0 = cluster::TimedTransport::now_ns();
         try {
             inner_.all_reduce_sum(data, n);
         } catch (const std::exception& e) {
             c_.fail_step(e.what());
         }
+        c_.note_all_reduce(t0, cluster::TimedTransport::now_ns(), busy_);
     }
     void all_gather(const float* local, size_t n, std::vector<float>& all,
                     std::vector<size_t>& sizes) override {
@@ -61,6 +67,7 @@ class ClusterCoordinator::StepCollective : public Collective {
             c_.fail_step(e.what());
         }
         // The logits gather ends every step graph.
+        c_.note_step_end(cluster::TimedTransport::now_ns());
         std::lock_guard lock(c_.mu_);
         if (c_.pending_steps_ > 0) --c_.pending_steps_;
     }
@@ -69,6 +76,7 @@ class ClusterCoordinator::StepCollective : public Collective {
   private:
     ClusterCoordinator& c_;
     TransportCollective inner_;
+    std::vector<int64_t> busy_;  // per rank, before the current all-reduce
 };
 
 namespace {
@@ -342,11 +350,15 @@ void ClusterCoordinator::connect_all(const std::vector<std::string>& nodes) {
 
     // Rank 0 drives the group with the shard it loaded while the nodes loaded theirs.
     std::vector<std::unique_ptr<Transport>> links(static_cast<size_t>(n));
+    std::vector<cluster::TimedTransport*> timed(static_cast<size_t>(n), nullptr);
     for (int r = 1; r < n; ++r) {
         links[size_t(r)] = std::move(workers[size_t(r - 1)]->owned);
         if (opts_.simulated_delay.count() > 0)
             links[size_t(r)] =
                 make_delay_transport(std::move(links[size_t(r)]), opts_.simulated_delay);
+        auto t = std::make_unique<cluster::TimedTransport>(std::move(links[size_t(r)]));
+        timed[size_t(r)] = t.get();
+        links[size_t(r)] = std::move(t);
     }
     CollectiveOptions co;
     co.wire = opts_.wire;
@@ -365,12 +377,19 @@ void ClusterCoordinator::connect_all(const std::vector<std::string>& nodes) {
             engine_ = owned_engine_.get();
         }
         collective_ = std::move(collective);
+        timed_ = std::move(timed);
         workers_ = std::move(workers);
         reports_ = std::move(reports);
         clustered_ = true;
         broken_ = false;
         broken_reason_.clear();
         pending_steps_ = 0;
+    }
+    {
+        std::lock_guard lock(health_mu_);
+        step_ms_.assign(size_t(n), 0.0);
+        all_reduce_us_.assign(size_t(n), 0.0);
+        steps_ = all_reduces_ = 0;
     }
     log_info("cluster: " + std::to_string(n) + " ranks ready\n" + describe());
 }
@@ -429,7 +448,14 @@ std::string ClusterCoordinator::recover() {
         {
             std::lock_guard lock(mu_);
             collective_.reset();
+            timed_.clear();
             broken_ = false;
+        }
+        {
+            std::lock_guard lock(health_mu_);
+            step_ms_.assign(1, 0.0);
+            all_reduce_us_.assign(1, 0.0);
+            steps_ = all_reduces_ = 0;
         }
         line = "cluster: running the whole model locally after: " + why;
     }
@@ -445,6 +471,7 @@ void ClusterCoordinator::on_decode(int64_t n_past, std::span<const int32_t> ids,
     const int64_t batch = std::max<int64_t>(1, std::min(opts_.engine.n_batch, engine_->n_ctx()));
     pending_steps_ += static_cast<int>((static_cast<int64_t>(ids.size()) + batch - 1) / batch);
     const auto step = encode_step(n_past, ids, all_logits);
+    step_start_ns_ = cluster::TimedTransport::now_ns();
     for (auto& w : workers_) {
         try {
             w->control->send(step, opts_.timeout);
@@ -486,6 +513,64 @@ void ClusterCoordinator::fail_step(const std::string& what) {
         pending_steps_ = 0;
     }
     throw Error("cluster step failed: " + reason);
+}
+
+namespace {
+
+// Recent mean: the newest sample weighs 1/4 (the first one sets the value).
+void blend(double& avg, double sample, uint64_t count) {
+    avg = count == 0 ? sample : avg + 0.25 * (sample - avg);
+}
+
+}  // namespace
+
+void ClusterCoordinator::note_all_reduce(int64_t t0_ns, int64_t t1_ns,
+                                         const std::vector<int64_t>& busy_before) {
+    std::lock_guard lock(health_mu_);
+    if (all_reduce_us_.size() != timed_.size() || timed_.empty()) return;
+    blend(all_reduce_us_[0], double(t1_ns - t0_ns) / 1e3, all_reduces_);
+    for (size_t k = 1; k < timed_.size() && k < busy_before.size(); ++k)
+        if (timed_[k])
+            blend(all_reduce_us_[k], double(timed_[k]->busy_ns() - busy_before[k]) / 1e3,
+                  all_reduces_);
+    ++all_reduces_;
+}
+
+void ClusterCoordinator::note_step_end(int64_t t_ns) {
+    std::lock_guard lock(health_mu_);
+    if (step_ms_.size() != timed_.size() || timed_.empty() || step_start_ns_ == 0) return;
+    blend(step_ms_[0], double(t_ns - step_start_ns_) / 1e6, steps_);
+    for (size_t k = 1; k < timed_.size(); ++k)
+        if (timed_[k])
+            blend(step_ms_[k],
+                  double(std::max<int64_t>(0, timed_[k]->last_recv_ns() - step_start_ns_)) / 1e6,
+                  steps_);
+    ++steps_;
+    step_start_ns_ = t_ns;  // the next graph of the same decode() starts now
+}
+
+ClusterHealth ClusterCoordinator::health() const {
+    ClusterHealth h;
+    std::vector<ClusterNodeReport> reports;
+    {
+        std::lock_guard lock(mu_);
+        h.clustered = clustered_;
+        h.broken = broken_;
+        reports = reports_;
+    }
+    std::lock_guard lock(health_mu_);
+    h.steps = steps_;
+    h.all_reduces = all_reduces_;
+    for (size_t r = 0; r < reports.size(); ++r) {
+        ClusterRankHealth rh;
+        rh.address = reports[r].address;
+        rh.name = reports[r].name;
+        rh.share = reports[r].share;
+        if (r < step_ms_.size()) rh.step_ms = step_ms_[r];
+        if (r < all_reduce_us_.size()) rh.all_reduce_us = all_reduce_us_[r];
+        h.ranks.push_back(std::move(rh));
+    }
+    return h;
 }
 
 void ClusterCoordinator::heartbeat_loop() {

@@ -25,6 +25,10 @@
 
 namespace tandem::net {
 
+namespace cluster {
+class TimedTransport;
+}
+
 struct ClusterOptions {
     std::vector<std::string> nodes;  // host:port of every worker
     std::string secret;              // static mode: shared by the workers
@@ -53,6 +57,29 @@ struct ClusterNodeReport {
     double load_seconds = 0;
 };
 
+// Live timings of the running group, measured by the coordinator (rank 0) on its own clock and
+// averaged over the recent steps (exponential, weight 1/4 for the newest), so they follow a
+// change within a few tokens.
+struct ClusterRankHealth {
+    std::string address;  // "local" for rank 0
+    std::string name;
+    double share = 0;
+    // One step graph as this rank took it: from the step's start on rank 0 until this rank's
+    // last contribution (the logits gather) arrived; for rank 0 until its gather returned.
+    double step_ms = 0;
+    // Per all-reduce: time rank 0 spent exchanging with this rank (send + wait for its part);
+    // for rank 0, the whole all-reduce call.
+    double all_reduce_us = 0;
+};
+
+struct ClusterHealth {
+    bool clustered = false;  // false: the whole model runs here (no group, or after recover())
+    bool broken = false;
+    uint64_t steps = 0;        // step graphs timed since the group was (re)built
+    uint64_t all_reduces = 0;  // all-reduces timed since then
+    std::vector<ClusterRankHealth> ranks;
+};
+
 class ClusterCoordinator : private engine::StepListener {
   public:
     // Connects to every node, plans, distributes and builds the engine. Throws tandem::Error
@@ -74,6 +101,8 @@ class ClusterCoordinator : private engine::StepListener {
     int n_ranks() const { return static_cast<int>(reports_.size()); }
     const std::vector<ClusterNodeReport>& nodes() const { return reports_; }
     std::string describe() const;  // one line per rank
+    // Thread-safe snapshot of the live timings (zeros until the first step).
+    ClusterHealth health() const;
 
     // After a failure: re-plans on the nodes that still answer (>= 1 worker), else loads the
     // whole model locally. Returns a line saying which. The engine keeps its address; its
@@ -90,6 +119,8 @@ class ClusterCoordinator : private engine::StepListener {
     void heartbeat_loop();
     [[noreturn]] void fail_step(const std::string& what);
     std::string diagnose(const std::string& error);
+    void note_all_reduce(int64_t t0_ns, int64_t t1_ns, const std::vector<int64_t>& busy_before);
+    void note_step_end(int64_t t_ns);
 
     std::filesystem::path model_path_;
     ClusterOptions opts_;
@@ -107,6 +138,13 @@ class ClusterCoordinator : private engine::StepListener {
     std::string broken_reason_;
     std::atomic<bool> stop_{false};
     std::thread heartbeat_;
+
+    // Health: the timed links (by rank, nullptr at 0; owned by the collective) and the averages.
+    std::vector<cluster::TimedTransport*> timed_;
+    mutable std::mutex health_mu_;
+    std::vector<double> step_ms_, all_reduce_us_;  // by rank
+    uint64_t steps_ = 0, all_reduces_ = 0;
+    int64_t step_start_ns_ = 0;  // engine thread only
 };
 
 }  // namespace tandem::net
