@@ -210,6 +210,15 @@ ChatPage::ChatPage(std::shared_ptr<store::ChatStore> store, QWidget* parent)
         reloadConversation();
         emit generationFinished(-1, QStringLiteral("error: ") + message);
     });
+    connect(worker_, &GenerationWorker::clusterStatus, this, &ChatPage::clusterStatus);
+    connect(worker_, &GenerationWorker::nodeLost, this, [this](const QString& message) {
+        showError(message);
+        emit nodeLost(message);
+    });
+    connect(worker_, &GenerationWorker::deviceChanged, this, [this](const QString& device) {
+        device_ = device;
+        stats_->setText(device);
+    });
     thread_.start();
 
     updateButtons();

@@ -81,6 +81,10 @@ class ChatPage : public QWidget {
     // The view now shows what the database holds for the open conversation.
     void conversationReloaded(qint64 id);
     void modelPicked(const QString& path);
+    // The cluster run (members, shares, live timings) changed; inactive when running locally.
+    void clusterStatus(const tandem::ui::ClusterStatus& status);
+    // A node of the cluster was lost; the banner shows `message`.
+    void nodeLost(const QString& message);
 
   private:
     void showError(const QString& message);

@@ -44,14 +44,23 @@ ClusterPage::ClusterPage(NodeController* node, QWidget* parent) : QWidget(parent
     peersLayout->addWidget(view_, 1);
     peersLayout->addLayout(peerButtons);
 
-    auto* planBox = new QGroupBox(tr("Planned split"), this);
+    coordinate_ = new QCheckBox(
+        tr("Coordinate: run the chat's model on this machine + the paired machines in sight"),
+        this);
+    coordinate_->setToolTip(
+        tr("Tensor parallel over encrypted channels to the paired nodes; a node that is lost "
+           "mid-reply leaves the conversation intact and the chat continues on the others"));
+
+    auto* planBox = new QGroupBox(tr("Split"), this);
     split_ = new SplitView(planBox);
     auto* planLayout = new QVBoxLayout(planBox);
     planLayout->addWidget(split_);
 
     auto* healthBox = new QGroupBox(tr("Health"), this);
-    stepTime_ = new QLabel(tr("— (no tensor-parallel run in progress)"), healthBox);
-    allReduce_ = new QLabel(tr("—"), healthBox);
+    stepTime_ = new QLabel(healthBox);
+    allReduce_ = new QLabel(healthBox);
+    stepTime_->setWordWrap(true);
+    allReduce_->setWordWrap(true);
     auto* health = new QFormLayout(healthBox);
     health->addRow(tr("Step time per node"), stepTime_);
     health->addRow(tr("All-reduce latency"), allReduce_);
@@ -59,6 +68,7 @@ ClusterPage::ClusterPage(NodeController* node, QWidget* parent) : QWidget(parent
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
     layout->addWidget(peersBox, 1);
+    layout->addWidget(coordinate_);
     layout->addWidget(planBox);
     layout->addWidget(healthBox);
 
@@ -76,7 +86,9 @@ ClusterPage::ClusterPage(NodeController* node, QWidget* parent) : QWidget(parent
         peers_->setPeers(node_->snapshot().peers);
         updateHeader();
         replan();
+        updateCoordination(false);
     });
+    connect(coordinate_, &QCheckBox::toggled, this, [this] { updateCoordination(true); });
     connect(node_, &NodeController::started, this, &ClusterPage::updateHeader);
     connect(node_, &NodeController::stopped, this, &ClusterPage::updateHeader);
     connect(node_, &NodeController::failed, header_,
@@ -85,6 +97,74 @@ ClusterPage::ClusterPage(NodeController* node, QWidget* parent) : QWidget(parent
             &ClusterPage::updateHeader);
     updateHeader();
     replan();
+    showHealth();
+}
+
+QStringList ClusterPage::coordinatedNodes() const {
+    QStringList nodes;
+    if (!coordinate_->isChecked() || !node_->isRunning()) return nodes;
+    for (const auto& p : node_->snapshot().peers)
+        if (p.paired && p.discovered.compatible && !p.discovered.addresses.empty())
+            nodes << QString::fromStdString(p.discovered.node_id + "@" +
+                                            p.discovered.addresses.front());
+    return nodes;
+}
+
+void ClusterPage::updateCoordination(bool toggled) {
+    const QStringList nodes = coordinatedNodes();
+    if (!toggled && nodes == coordinated_) return;
+    bool added = false;
+    for (const QString& n : nodes) added |= !coordinated_.contains(n);
+    coordinated_ = nodes;
+    emit coordinationChanged(nodes, toggled || added);
+}
+
+void ClusterPage::setClusterStatus(const ClusterStatus& status) {
+    const bool wasActive = status_.active;
+    status_ = status;
+    peers_->setHealth(status);
+    showHealth();
+    if (status.active) {
+        std::vector<SplitView::Node> nodes;
+        for (const auto& r : status.ranks) {
+            SplitView::Node n;
+            n.name = r.name;
+            n.share = r.share;
+            n.live = true;
+            n.stepMs = r.stepMs;
+            n.allReduceUs = r.allReduceUs;
+            nodes.push_back(std::move(n));
+        }
+        split_->setPlan(std::move(nodes), tr("%1 running over %2 nodes (shares in use, live)")
+                                              .arg(status.model)
+                                              .arg(status.ranks.size()));
+        emit planned();
+    } else if (wasActive) {
+        planKey_.clear();  // back to the plan
+        replan();
+    }
+}
+
+void ClusterPage::showHealth() {
+    if (!status_.active) {
+        stepTime_->setText(tr("— (the chat's model is not running tensor-parallel)"));
+        allReduce_->setText(tr("—"));
+        return;
+    }
+    if (status_.steps == 0) {
+        stepTime_->setText(tr("%1: waiting for the first step").arg(status_.members()));
+        allReduce_->setText(tr("—"));
+        return;
+    }
+    QStringList steps, reduces;
+    for (const auto& r : status_.ranks) {
+        steps << tr("%1 %2 ms").arg(r.name).arg(r.stepMs, 0, 'f', 1);
+        reduces << tr("%1 %2 µs").arg(r.name).arg(r.allReduceUs, 0, 'f', 0);
+    }
+    stepTime_->setText(steps.join(QStringLiteral(" · ")) +
+                       tr("  (recent steps; %1 timed)").arg(status_.steps));
+    allReduce_->setText(reduces.join(QStringLiteral(" · ")) +
+                        tr("  (this machine: the whole all-reduce; a node: the exchange with it)"));
 }
 
 void ClusterPage::updateHeader() {
@@ -118,6 +198,7 @@ void ClusterPage::setModel(const QString& path, int contextSize) {
 }
 
 void ClusterPage::replan() {
+    if (status_.active) return;  // the live picture shows the shares in use
     // This machine plus the paired peers in sight, each with the free memory it announces.
     std::vector<planner::DeviceBudget> devices;
     devices.push_back(

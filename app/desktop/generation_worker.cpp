@@ -10,6 +10,7 @@
 #include "tandem/engine/fallback_template.h"
 #include "tandem/engine/generate.h"
 #include "tandem/gguf/gguf.h"
+#include "tandem/net/cluster_coordinator.h"
 #include "tandem/template/template.h"
 #include "tandem/tokenizer/vocab.h"
 
@@ -26,7 +27,9 @@ std::string titleFrom(const QString& text) {
 }  // namespace
 
 GenerationWorker::GenerationWorker(std::shared_ptr<store::ChatStore> store)
-    : store_(std::move(store)) {}
+    : store_(std::move(store)) {
+    qRegisterMetaType<tandem::ui::ClusterStatus>();
+}
 
 GenerationWorker::~GenerationWorker() = default;
 
@@ -34,6 +37,7 @@ void GenerationWorker::loadModel(const QString& path, const RuntimeChoice& runti
     bool tooBig = false;
     try {
         engine_.reset();
+        cluster_.reset();
         tok_.reset();
         model_.reset();
         const std::string file_path = path.toStdString();
@@ -43,34 +47,96 @@ void GenerationWorker::loadModel(const QString& path, const RuntimeChoice& runti
         auto hp = engine::read_hparams(*file);
         if (!file->find("tokenizer.ggml.tokens"))
             throw Error(file_path + ": the model has no vocabulary (tokenizer.ggml.*)");
-        // Refuse before allocating: a model bigger than the device would swap or be killed.
-        planner::DeviceBudget budget = deviceBudget(backend, runtime.device);
-        if (runtime.memoryLimit > 0)
-            budget.free_bytes = std::min<uint64_t>(budget.free_bytes, runtime.memoryLimit);
-        const FitVerdict fit = checkFit(file_path, runtime.contextSize, budget);
-        if (!fit.fits) {
-            tooBig = true;
-            throw Error(std::filesystem::path(file_path).filename().string() +
-                        " is too big for this machine: " + fit.message.toStdString());
-        }
-        tok_.emplace(tokenizer::load_vocab(*file));
-        model_ = engine::load_model(file, engine::ShardSpec::whole(hp));
-        BackendOptions bo;
-        bo.threads = runtime.threads;
-        engine::EngineOptions eo;
-        eo.n_ctx = fit.nCtx;
-        engine_ = std::make_unique<engine::Engine>(model_,
-                                                   create_backend(backend, runtime.device, bo), eo);
         modelName_ = std::filesystem::path(file_path).filename().string();
-        const auto& dev = engine_->backend().device();
-        emit modelLoaded(QString::fromStdString(modelName_),
-                         QString::fromStdString(dev.backend + ": " + dev.name), engine_->n_ctx());
+        if (!runtime.clusterNodes.isEmpty()) {
+            // The group plans itself against every node's free memory (and refuses naming the
+            // short node); the whole model is mapped here for the vocabulary and the template.
+            const int64_t train = hp.n_ctx_train > 0 ? hp.n_ctx_train : runtime.contextSize;
+            tok_.emplace(tokenizer::load_vocab(*file));
+            model_ = engine::load_model(file, engine::ShardSpec::whole(hp));
+            openCluster(file_path, runtime, std::min<int64_t>(runtime.contextSize, train));
+        } else {
+            // Refuse before allocating: a model bigger than the device would swap or be killed.
+            planner::DeviceBudget budget = deviceBudget(backend, runtime.device);
+            if (runtime.memoryLimit > 0)
+                budget.free_bytes = std::min<uint64_t>(budget.free_bytes, runtime.memoryLimit);
+            const FitVerdict fit = checkFit(file_path, runtime.contextSize, budget);
+            if (!fit.fits) {
+                tooBig = true;
+                throw Error(std::filesystem::path(file_path).filename().string() +
+                            " is too big for this machine: " + fit.message.toStdString());
+            }
+            tok_.emplace(tokenizer::load_vocab(*file));
+            model_ = engine::load_model(file, engine::ShardSpec::whole(hp));
+            BackendOptions bo;
+            bo.threads = runtime.threads;
+            engine::EngineOptions eo;
+            eo.n_ctx = fit.nCtx;
+            engine_ = std::make_unique<engine::Engine>(
+                model_, create_backend(backend, runtime.device, bo), eo);
+        }
+        emit modelLoaded(QString::fromStdString(modelName_), deviceText(), engine_->n_ctx());
+        emitClusterStatus();
     } catch (const std::exception& e) {
         engine_.reset();
+        cluster_.reset();
         tok_.reset();
         model_.reset();
         emit modelFailed(QString::fromUtf8(e.what()), tooBig);
+        emitClusterStatus();
     }
+}
+
+void GenerationWorker::openCluster(const std::string& path, const RuntimeChoice& runtime,
+                                   int64_t nCtx) {
+    net::ClusterOptions co;
+    for (const QString& n : runtime.clusterNodes) co.nodes.push_back(n.toStdString());
+    co.paired = true;  // only paired peers: every connection authenticated and encrypted
+    co.home = runtime.clusterHome.toStdString();
+    co.backend = runtime.backend.toStdString();
+    co.device = runtime.device;
+    co.threads = runtime.threads;
+    co.engine.n_ctx = nCtx;
+    try {
+        cluster_ = std::make_shared<net::ClusterCoordinator>(path, co);
+    } catch (const std::exception& e) {
+        throw Error(std::string("the cluster could not start: ") + e.what());
+    }
+    engine_ = cluster_->take_engine();
+}
+
+QString GenerationWorker::deviceText() const {
+    if (cluster_ && cluster_->clustered())
+        return tr("cluster of %1: %2")
+            .arg(cluster_->n_ranks())
+            .arg(clusterStatusOf(cluster_->health(), {}).members());
+    const auto& dev = engine_->backend().device();
+    return QString::fromStdString(dev.backend + ": " + dev.name);
+}
+
+void GenerationWorker::emitClusterStatus() {
+    const QString name = QString::fromStdString(modelName_);
+    emit clusterStatus(cluster_ ? clusterStatusOf(cluster_->health(), name) : ClusterStatus{});
+}
+
+QString GenerationWorker::recoverCluster() {
+    const ClusterStatus before = clusterStatusOf(cluster_->health(), {});
+    const std::string why = cluster_->broken_reason();
+    cluster_->recover();  // re-plans on the nodes that still answer, else the whole model here
+    const ClusterStatus after = clusterStatusOf(cluster_->health(), {});
+    QStringList lost;
+    for (size_t r = 1; r < before.ranks.size(); ++r) {
+        bool kept = false;
+        for (const auto& a : after.ranks) kept |= a.address == before.ranks[r].address;
+        if (!kept) lost << before.ranks[r].name;
+    }
+    if (lost.isEmpty()) lost << tr("a node");
+    const QString where = after.active
+                              ? tr("%1 (%2 nodes)").arg(after.members()).arg(after.ranks.size())
+                              : tr("this machine alone");
+    emitClusterStatus();
+    return tr("%1 lost: continuing on %2. The conversation and the reply so far are kept. (%3)")
+        .arg(lost.join(QStringLiteral(", ")), where, QString::fromStdString(why));
 }
 
 std::string GenerationWorker::renderPrompt(const std::string& systemPrompt,
@@ -139,6 +205,11 @@ void GenerationWorker::editMessage(qint64 conversationId, qint64 messageId, cons
 }
 
 void GenerationWorker::reply(qint64 conversationId, std::optional<int64_t> parent, int maxTokens) {
+    // The heartbeat found a node gone while idle: continue on what is left before this turn.
+    if (cluster_ && cluster_->broken()) {
+        emit nodeLost(recoverCluster());
+        emit deviceChanged(deviceText());
+    }
     const auto conv = store_->conversation(conversationId);
     const ChatSampling sampling = samplingFromJson(conv.sampling);
     auto path = store_->active_path(conversationId);
@@ -175,13 +246,26 @@ void GenerationWorker::reply(qint64 conversationId, std::optional<int64_t> paren
         const double s = std::chrono::duration<double>(now - t0).count();
         emit progress(tokens, s > 0 ? double(tokens) / s : 0.0, engine_->n_past(),
                       engine_->n_ctx());
+        if (cluster_) emitClusterStatus();
     };
     g.on_text = [&](std::string_view t) {
         stream.append(t);
         emit piece(QString::fromUtf8(t.data(), static_cast<qsizetype>(t.size())));
         return true;
     };
-    auto r = engine::generate(*engine_, ids, &*tok_, g);
+    engine::GenerateResult r;
+    try {
+        r = engine::generate(*engine_, ids, &*tok_, g);
+    } catch (const std::exception&) {
+        if (!cluster_ || !cluster_->broken()) throw;
+        // A node was lost mid-reply: what streamed stays (interrupted), the group is rebuilt
+        // from what is left, and the next message runs there.
+        stream.interrupt("node lost");
+        const QString line = recoverCluster();
+        emit nodeLost(line);
+        emit deviceChanged(deviceText());
+        throw Error(line.toStdString());
+    }
     const double tps = r.decode_seconds > 0 ? double(r.n_decoded) / r.decode_seconds : 0.0;
     const int64_t id = stream.id();
     std::string reason;
@@ -197,6 +281,7 @@ void GenerationWorker::reply(qint64 conversationId, std::optional<int64_t> paren
         reason = info.finish_reason;
         stream.finish(info);
     }
+    if (cluster_) emitClusterStatus();
     emit generationFinished(id, QString::fromStdString(reason), tps, engine_->n_past(),
                             engine_->n_ctx());
 }

@@ -5,11 +5,13 @@
 // turn (the user message, an edit, the streamed reply) happens here, on the worker's thread.
 #include <QObject>
 #include <QString>
+#include <QStringList>
 
 #include <atomic>
 #include <memory>
 #include <optional>
 
+#include "cluster_status.h"
 #include "tandem/engine/engine.h"
 #include "tandem/store/chat_store.h"
 #include "tandem/tokenizer/tokenizer.h"
@@ -24,6 +26,11 @@ struct RuntimeChoice {
     int contextSize = 4096;  // capped at the model's training context
     // > 0: plan against at most this many free bytes (keeps room for other programs; tests)
     quint64 memoryLimit = 0;
+    // Non-empty: this machine coordinates, and the model runs tensor-parallel over it (rank 0)
+    // and these paired nodes ("node-id@host:port"), reached over SecureChannels with the
+    // identity and peers.json in `clusterHome` (the node service's home).
+    QStringList clusterNodes;
+    QString clusterHome;
 };
 
 class GenerationWorker : public QObject {
@@ -61,15 +68,30 @@ class GenerationWorker : public QObject {
     void generationFinished(qint64 assistantMessageId, const QString& finishReason,
                             double tokensPerSecond, qint64 contextUsed, qint64 contextSize);
     void generationFailed(const QString& message);
+    // The cluster run's members, shares and live timings: after a load, about 4 times a second
+    // while generating, and after a node was lost (then with what is left).
+    void clusterStatus(const tandem::ui::ClusterStatus& status);
+    // A node was lost and the model runs on what is left: "node-b lost: continuing on ...".
+    void nodeLost(const QString& message);
+    // Where the model runs now changed (after a lost node): the status line's text.
+    void deviceChanged(const QString& device);
 
   private:
     std::string renderPrompt(const std::string& systemPrompt,
                              const std::vector<store::Message>& path) const;
     // Streams a reply to `parent` (nullopt: the end of the active path).
     void reply(qint64 conversationId, std::optional<int64_t> parent, int maxTokens);
+    // Opens the model tensor-parallel over this machine and runtime.clusterNodes.
+    void openCluster(const std::string& path, const RuntimeChoice& runtime, int64_t nCtx);
+    // After the cluster broke: re-plans on the nodes left (or runs locally) and says so.
+    QString recoverCluster();
+    void emitClusterStatus();
+    QString deviceText() const;
 
     std::shared_ptr<store::ChatStore> store_;
     std::shared_ptr<engine::Model> model_;
+    // Declared before engine_: the engine (rank 0) goes first, then the group it drove.
+    std::shared_ptr<net::ClusterCoordinator> cluster_;
     std::unique_ptr<engine::Engine> engine_;
     std::optional<tokenizer::Tokenizer> tok_;
     std::string modelName_;

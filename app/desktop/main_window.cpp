@@ -10,6 +10,7 @@
 #include "models_page.h"
 #include "node_controller.h"
 #include "settings_page.h"
+#include "tandem/net/identity.h"
 #include "tandem/version.h"
 
 namespace tandem::ui {
@@ -90,6 +91,16 @@ MainWindow::MainWindow(std::shared_ptr<store::ChatStore> store, WindowOptions op
         if (settings_->settings().apiServer) startApi();  // the API follows the chat's model
     });
 
+    // Cluster <-> chat: coordinating runs the chat's model over the paired nodes (reloaded on
+    // change); the chat's worker reports the run's shares and timings back to the page.
+    connect(cluster_, &ClusterPage::coordinationChanged, this,
+            [this](const QStringList& nodes, bool reload) {
+                clusterNodes_ = nodes;
+                chat_->setRuntime(chatRuntime());
+                if (reload && !modelPath_.isEmpty()) chat_->loadModel(modelPath_);
+            });
+    connect(chat_, &ChatPage::clusterStatus, cluster_, &ClusterPage::setClusterStatus);
+
     // Settings -> everyone.
     connect(settings_, &SettingsPage::changed, this, &MainWindow::applySettings);
     connect(settings_, &SettingsPage::importFolderRequested, models_, &ModelsPage::importFolder);
@@ -135,8 +146,24 @@ MainWindow::MainWindow(std::shared_ptr<store::ChatStore> store, WindowOptions op
 
 MainWindow::~MainWindow() = default;
 
+RuntimeChoice MainWindow::chatRuntime() const {
+    RuntimeChoice r = runtimeOf(settings_->settings());
+    r.clusterNodes = clusterNodes_;
+    if (!clusterNodes_.isEmpty()) {
+        const auto service = node_->service();
+        const std::filesystem::path home = service && !service->config().home.empty()
+                                               ? service->config().home
+                                               : net::default_home();
+        r.clusterHome = QString::fromStdString(home.string());
+    }
+    return r;
+}
+
 void MainWindow::applySettings(const AppSettings& s) {
-    chat_->setRuntime(runtimeOf(s));
+    RuntimeChoice r = runtimeOf(s);
+    r.clusterNodes = clusterNodes_;
+    if (!clusterNodes_.isEmpty()) r.clusterHome = chatRuntime().clusterHome;
+    chat_->setRuntime(r);
     models_->library()->setRuntime(s.backend, s.device, s.contextSize);
     if (!modelPath_.isEmpty()) cluster_->setModel(modelPath_, s.contextSize);
 }

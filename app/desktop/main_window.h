@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "app_settings.h"
+#include "generation_worker.h"
 #include "tandem/library/http.h"
 #include "tandem/library/paths.h"
 #include "tandem/net/node_service.h"
@@ -64,6 +65,8 @@ class MainWindow : public QMainWindow {
   private:
     void applySettings(const AppSettings& s);
     void startApi();
+    // The chat's runtime: the settings plus the nodes this machine coordinates.
+    RuntimeChoice chatRuntime() const;
 
     WindowOptions options_;
     QListWidget* sidebar_ = nullptr;
@@ -75,6 +78,7 @@ class MainWindow : public QMainWindow {
     NodeController* node_ = nullptr;
     ApiServerController* api_ = nullptr;
     QString modelPath_;
+    QStringList clusterNodes_;  // coordinated by this machine (Cluster page); empty: local
 };
 
 }  // namespace tandem::ui

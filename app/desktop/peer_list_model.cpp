@@ -30,8 +30,8 @@ int PeerListModel::columnCount(const QModelIndex& parent) const {
 
 QVariant PeerListModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-    static const char* names[] = {"Name", "Backend", "Device", "Free memory",
-                                  "Link", "Latency", "Paired"};
+    static const char* names[] = {"Name",    "Backend", "Device",    "Free memory", "Link",
+                                  "Latency", "Paired",  "Step time", "All-reduce"};
     return section >= 0 && section < ColumnCount ? tr(names[section]) : QVariant();
 }
 
@@ -82,6 +82,17 @@ QVariant PeerListModel::data(const QModelIndex& index, int role) const {
                 case Paired:
                     return p.paired ? tr("paired")
                                     : (b.accepts_pairing ? tr("pairing open") : tr("no"));
+                case StepTime: {
+                    const ClusterRank* r = rankOf(p);
+                    return r && r->stepMs > 0 ? QStringLiteral("%1 ms").arg(r->stepMs, 0, 'f', 1)
+                                              : QStringLiteral("—");
+                }
+                case AllReduce: {
+                    const ClusterRank* r = rankOf(p);
+                    return r && r->allReduceUs > 0
+                               ? QStringLiteral("%1 µs").arg(r->allReduceUs, 0, 'f', 0)
+                               : QStringLiteral("—");
+                }
             }
             return {};
         default:
@@ -91,6 +102,23 @@ QVariant PeerListModel::data(const QModelIndex& index, int role) const {
 
 const PeerInfo* PeerListModel::peerAt(int row) const {
     return row >= 0 && row < rowCount() ? &rows_[size_t(row)] : nullptr;
+}
+
+const ClusterRank* PeerListModel::rankOf(const PeerInfo& p) const {
+    if (!health_.active) return nullptr;
+    for (size_t r = 1; r < health_.ranks.size(); ++r)
+        for (const auto& a : p.discovered.addresses)
+            if (health_.ranks[r].address == QString::fromStdString(a)) return &health_.ranks[r];
+    for (size_t r = 1; r < health_.ranks.size(); ++r)
+        if (health_.ranks[r].name == QString::fromStdString(p.discovered.beacon.name))
+            return &health_.ranks[r];
+    return nullptr;
+}
+
+void PeerListModel::setHealth(const ClusterStatus& status) {
+    health_ = status;
+    if (!rows_.empty())
+        emit dataChanged(index(0, StepTime), index(rowCount() - 1, AllReduce), {Qt::DisplayRole});
 }
 
 void PeerListModel::setPeers(std::vector<PeerInfo> peers) {

@@ -55,6 +55,21 @@ void SplitView::paintEvent(QPaintEvent*) {
         const auto& n = nodes_[i];
         p.setPen(palette().color(QPalette::WindowText));
         p.drawText(QRect(area.left(), y, labelWidth, 20), Qt::AlignVCenter, n.name);
+        if (n.live) {
+            p.fillRect(QRect(area.left() + labelWidth, y + 4, 12, 12),
+                       kColors[i % std::size(kColors)]);
+            const QString timing = n.stepMs > 0
+                                       ? QStringLiteral("share %1% · step %2 ms · all-reduce %3 µs")
+                                             .arg(n.share * 100, 0, 'f', 1)
+                                             .arg(n.stepMs, 0, 'f', 1)
+                                             .arg(n.allReduceUs, 0, 'f', 0)
+                                       : QStringLiteral("share %1% · waiting for the first step")
+                                             .arg(n.share * 100, 0, 'f', 1);
+            p.drawText(QRect(area.left() + labelWidth + 20, y, area.width() - labelWidth - 20, 20),
+                       Qt::AlignVCenter, timing);
+            y += 28;
+            continue;
+        }
         const QRect track(area.left() + labelWidth, y + 4, area.width() - labelWidth - 180, 12);
         p.fillRect(track, palette().color(QPalette::Midlight));
         const double used =

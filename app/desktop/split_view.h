@@ -1,6 +1,7 @@
 #pragma once
-// The planned split of a model over the cluster's nodes, painted as one bar per node: its share
-// of the layers' columns and the memory the plan needs there, against what it has free.
+// The split of a model over the cluster's nodes, painted as one bar of shares; then per node
+// either the memory the plan needs there against what it has free (a plan), or, while the chat
+// runs tensor-parallel, the shares in use with the node's live step time and all-reduce latency.
 #include <QString>
 #include <QWidget>
 
@@ -16,6 +17,8 @@ class SplitView : public QWidget {
         double share = 0;       // 0..1 of the model
         quint64 needBytes = 0;  // the plan's total on this node
         quint64 freeBytes = 0;  // what the node has free
+        bool live = false;      // a running group: the timings below instead of memory
+        double stepMs = 0, allReduceUs = 0;
     };
 
     explicit SplitView(QWidget* parent = nullptr);
