@@ -1,23 +1,65 @@
 #version 450
-// One workgroup per group of `group` elements: y = x / rms(x) (* w).
+// One workgroup of WG invocations per group of `group` elements: y = x / rms(x) (* w).
+// Decode norms are latency-bound (one 4096-float row): every invocation issues all its loads
+// (16-byte when VEC4) before using any, keeps the values in registers for the scaling pass
+// (x is read once), and the sum is reduced with subgroupAdd plus one shared slot per subgroup.
+// Rows longer than WG * 4 * NREG fall back to a strided loop that reads x twice.
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
-layout(local_size_x = 128) in;
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 256;
+layout(constant_id = 1) const uint SUBGROUP_ADD = 0;  // 1: the device has subgroup arithmetic
+layout(constant_id = 2) const uint VEC4 = 0;          // 1: group % 4 == 0 (16-byte aligned rows)
 layout(push_constant) uniform P { Floats x; Floats w; Floats y; uint group; uint n_groups; float eps; uint has_w; } p;
-shared float red[128];
-void main() {
-    const uint g = gl_WorkGroupID.x + gl_WorkGroupID.y * 32768u;
-    if (g >= p.n_groups) return;
-    const uint tid = gl_LocalInvocationID.x, base = g * p.group;
-    float ss = 0.0;
-    for (uint i = tid; i < p.group; i += 128u) { float v = p.x.v[base + i]; ss += v * v; }
-    red[tid] = ss;
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
+const uint NREG = 8u;  // vec4 registers per invocation: rows up to WG * 32 floats in one read
+shared float red[WG];
+
+float workgroup_sum(float v, uint tid) {
+    if (SUBGROUP_ADD != 0u) {
+        v = subgroupAdd(v);
+        if (subgroupElect()) red[gl_SubgroupID] = v;
+        barrier();
+        float s = 0.0;
+        for (uint i = 0u; i < gl_NumSubgroups; ++i) s += red[i];
+        return s;
+    }
+    red[tid] = v;
     barrier();
-    for (uint s = 64u; s > 0u; s >>= 1) {
+    for (uint s = WG / 2u; s > 0u; s >>= 1) {
         if (tid < s) red[tid] += red[tid + s];
         barrier();
     }
-    const float scale = inversesqrt(red[0] / float(p.group) + p.eps);
-    for (uint i = tid; i < p.group; i += 128u) {
+    return red[0];
+}
+
+void main() {
+    const uint g = gl_WorkGroupID.x + gl_WorkGroupID.y * 32768u;
+    if (g >= p.n_groups) return;  // uniform over the workgroup
+    const uint tid = gl_LocalInvocationID.x, base = g * p.group;
+    if (VEC4 != 0u && p.group <= WG * 4u * NREG) {
+        const uint n4 = p.group / 4u, b4 = base / 4u;
+        Vec4s x = Vec4s(p.x);
+        vec4 v[NREG];
+        [[unroll]] for (uint k = 0u; k < NREG; ++k) {
+            const uint i = tid + k * WG;
+            v[k] = i < n4 ? x.v[b4 + i] : vec4(0.0);
+        }
+        float ss = 0.0;
+        [[unroll]] for (uint k = 0u; k < NREG; ++k) ss += dot(v[k], v[k]);
+        const float scale = inversesqrt(workgroup_sum(ss, tid) / float(p.group) + p.eps);
+        Vec4s y = Vec4s(p.y), w = Vec4s(p.w);
+        [[unroll]] for (uint k = 0u; k < NREG; ++k) {
+            const uint i = tid + k * WG;
+            if (i < n4) y.v[b4 + i] = p.has_w != 0u ? v[k] * scale * w.v[i] : v[k] * scale;
+        }
+        return;
+    }
+    float ss = 0.0;
+    for (uint i = tid; i < p.group; i += WG) { float v = p.x.v[base + i]; ss += v * v; }
+    const float scale = inversesqrt(workgroup_sum(ss, tid) / float(p.group) + p.eps);
+    for (uint i = tid; i < p.group; i += WG) {
         float v = p.x.v[base + i] * scale;
         p.y.v[base + i] = p.has_w != 0u ? v * p.w.v[i] : v;
     }

@@ -148,12 +148,21 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                       u32(n_groups),
                       n.f[0],
                       w.buffer >= 0 ? 1u : 0u};
+            // 256 invocations for model-width rows (4 vec4 loads each in flight at 4096), 64
+            // for per-head norms (head_dim 64..256).
+            const uint32_t wg = group >= 1024 ? 256 : 64;
+            const uint32_t sg =
+                pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && wg % pd_.subgroup_size == 0 ? 1
+                                                                                                : 0;
+            const bool aligned =
+                ((a.address | y.address | (w.buffer >= 0 ? w.address : 0)) & 15) == 0;
+            const uint32_t vec4 = group % 4 == 0 && aligned ? 1 : 0;
             if (w.buffer >= 0)
-                dispatch("rms_norm", {}, &p, sizeof p, split_x(n_groups), split_z(n_groups), 1,
-                         {a, w}, {y});
+                dispatch("rms_norm", {wg, sg, vec4}, &p, sizeof p, split_x(n_groups),
+                         split_z(n_groups), 1, {a, w}, {y});
             else
-                dispatch("rms_norm", {}, &p, sizeof p, split_x(n_groups), split_z(n_groups), 1, {a},
-                         {y});
+                dispatch("rms_norm", {wg, sg, vec4}, &p, sizeof p, split_x(n_groups),
+                         split_z(n_groups), 1, {a}, {y});
             break;
         }
         case Op::GetRows: {
