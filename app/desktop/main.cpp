@@ -21,6 +21,7 @@ namespace {
 struct Screenshot {
     QString file, page = "chat", prompt, download, search, repo, importDir;
     int delayMs = 800;
+    bool coordinate = false;  // the prompt waits until the model runs on the cluster
 };
 
 void scheduleScreenshot(tandem::ui::MainWindow& window, const Screenshot& shot, bool haveModel) {
@@ -58,6 +59,21 @@ void scheduleScreenshot(tandem::ui::MainWindow& window, const Screenshot& shot, 
                          });
         return;
     }
+    if (!shot.prompt.isEmpty() && haveModel && shot.coordinate) {
+        // The model loads here first, then again over the paired nodes once they are in sight:
+        // ask only then, with a short reply, so the Cluster page shows the run's live health.
+        chat->setMaxTokens(48);
+        QObject::connect(chat, &tandem::ui::ChatPage::clusterStatus, chat,
+                         [chat, prompt = shot.prompt](const tandem::ui::ClusterStatus& s) {
+                             static bool sent = false;
+                             if (sent || !s.active) return;
+                             sent = true;
+                             chat->send(prompt);
+                         });
+        QObject::connect(chat, &tandem::ui::ChatPage::generationFinished, chat,
+                         [save](qint64, const QString&) { QTimer::singleShot(300, save); });
+        return;
+    }
     if (!shot.prompt.isEmpty() && haveModel) {
         QObject::connect(chat, &tandem::ui::ChatPage::modelReady, chat,
                          [chat, prompt = shot.prompt] { chat->send(prompt); });
@@ -91,6 +107,8 @@ int main(int argc, char** argv) {
     QCommandLineOption nodeNameOpt("node-name", "this machine's name for other nodes", "name");
     QCommandLineOption nodeOpt("node-service", "turn the node service on");
     QCommandLineOption loopbackOpt("loopback", "discover nodes over loopback (single-host demos)");
+    QCommandLineOption coordinateOpt(
+        "coordinate", "run the chat's model on this machine + the paired nodes in sight");
     QCommandLineOption discoveryPortOpt("discovery-port", "UDP port of discovery beacons", "port");
     QCommandLineOption newInstanceOpt("new-instance", "run even when Tandem is already running");
     QCommandLineOption startupOpt("print-startup", "print the time to an interactive window");
@@ -104,8 +122,8 @@ int main(int argc, char** argv) {
     QCommandLineOption importOpt("import", "import the GGUF files under DIR (screenshots)", "dir");
     QCommandLineOption delayOpt("shot-delay", "milliseconds before the screenshot", "ms", "800");
     parser.addOptions({modelOpt, dbOpt, homeOpt, threadsOpt, nodeNameOpt, nodeOpt, loopbackOpt,
-                       discoveryPortOpt, newInstanceOpt, startupOpt, shotOpt, pageOpt, promptOpt,
-                       downloadOpt, searchOpt, repoOpt, importOpt, delayOpt});
+                       coordinateOpt, discoveryPortOpt, newInstanceOpt, startupOpt, shotOpt,
+                       pageOpt, promptOpt, downloadOpt, searchOpt, repoOpt, importOpt, delayOpt});
     parser.process(app);
 
     // One window per user: a second launch raises the first and exits.
@@ -159,6 +177,8 @@ int main(int argc, char** argv) {
                         static_cast<long long>(sinceStart.elapsed()));
             std::fflush(stdout);
         });
+    // Before the model loads, so it loads once here and then moves onto the nodes as they appear.
+    if (parser.isSet(coordinateOpt)) window.clusterPage()->coordinateBox()->setChecked(true);
     QString model = parser.value(modelOpt);
     if (model.isEmpty() && !parser.isSet(shotOpt) && QFile::exists(options.settings.lastModel))
         model = options.settings.lastModel;
@@ -173,6 +193,7 @@ int main(int argc, char** argv) {
         shot.repo = parser.value(repoOpt);
         shot.importDir = parser.value(importOpt);
         shot.delayMs = parser.value(delayOpt).toInt();
+        shot.coordinate = parser.isSet(coordinateOpt);
         scheduleScreenshot(window, shot, !model.isEmpty());
     }
     return app.exec();

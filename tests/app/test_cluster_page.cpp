@@ -391,6 +391,28 @@ class TestClusterPage : public QObject {
         QVERIFY(page->clusterStatus().active);
         QCOMPARE(int(page->clusterStatus().ranks.size()), 2);
         QVERIFY(page->clusterStatus().ranks[1].stepMs > 0);
+
+        // The last node dies while the chat is idle: the heartbeat notices, the next message
+        // says so and runs on this machine alone, still answering like the single process.
+        a.kill();
+        QTest::qWait(2500);  // heartbeat: a ping every 500 ms, a dead peer resets at once
+        chat->send("And now?");
+        QTRY_VERIFY_WITH_TIMEOUT(finished.count() >= 4, 120000);
+        QVERIFY2(finished.last().at(0).toLongLong() > 0,
+                 qPrintable(finished.last().at(1).toString()));
+        QCOMPARE(lost.count(), 2);
+        QVERIFY2(
+            chat->errorBanner()->text().startsWith("tp-a lost: continuing on this machine alone"),
+            qPrintable(chat->errorBanner()->text()));
+        path = store->active_path(conv);
+        QCOMPARE(int(path.size()), 8);
+        std::vector<tandem::store::Message> asked(path.begin(), path.end() - 1);
+        QCOMPARE(QString::fromStdString(path[7].content),
+                 QString::fromStdString(localReply(
+                     model->string(), tandem::test::tinyChatPrompt(turnsOf(asked)), 16, 1024)));
+        QVERIFY(!page->clusterStatus().active);
+        QVERIFY2(!chat->statsLabel()->text().contains("cluster"),
+                 qPrintable(chat->statsLabel()->text()));
     }
 
     void qrCodeIsWellFormed() {
