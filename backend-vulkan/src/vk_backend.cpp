@@ -62,6 +62,8 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     cbs_.push_back(cb_);
     if (const char* sp = std::getenv("TANDEM_VK_SPLIT")) split_submit_ = std::string(sp) != "0";
     if (const char* c = std::getenv("TANDEM_VK_CACHE")) cache_steps_ = std::string(c) != "0";
+    if (const char* k = std::getenv("TANDEM_VK_SPLITK"); k && *k)
+        splitk_force_ = std::max(0, std::atoi(k));
     if (const char* prof = std::getenv("TANDEM_VK_PROFILE"); prof && std::string(prof) == "1") {
         if (pd.timestamp_period_ns > 0)
             profiler_ = std::make_unique<Profiler>(ctx_->device(), pd.timestamp_period_ns);
@@ -83,6 +85,7 @@ VulkanBackend::~VulkanBackend() {
     ctx_->destroy(io_);
     ctx_->destroy(moe_h_);
     ctx_->destroy(collective_buf_);
+    ctx_->destroy(attn_part_);
     pipelines_.reset();
 }
 
@@ -319,6 +322,7 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
         copy_outputs(g, io);
         return;
     }
+    ensure_attention_partials(g);
     CachedStep* rec = cache ? new_cached(key) : nullptr;
     pool_ = rec ? &rec->cbs : &cbs_;
     barriers_ = 0;

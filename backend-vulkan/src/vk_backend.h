@@ -99,6 +99,12 @@ class VulkanBackend final : public Backend {
     void drop_cached(CachedStep* c);
     void copy_outputs(const Graph& g, const StepIO& io);
     MatmulPlan plan_matmul(const WeightDesc& w, int64_t n_tok) const;
+    // Splits of the cached positions for split-K decode attention (attention_split.comp), or 0
+    // for the one-pass kernel (prefill, odd head_dim, TANDEM_VK_SPLITK=0).
+    uint32_t attention_splits(const Graph& g, const Node& n) const;
+    // Grows attn_part_ for the graph's split-K attention partials (before recording: a buffer
+    // that moves invalidates recorded commands).
+    void ensure_attention_partials(const Graph& g);
     void read_tuning_env();
     void dispatch(const std::string& shader, const std::vector<uint32_t>& spec, const void* push,
                   uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz,
@@ -137,6 +143,8 @@ class VulkanBackend final : public Backend {
     std::vector<Buffer> kv_;
     std::vector<KvDesc> kv_desc_;
     Buffer scratch_, io_, moe_h_, collective_buf_;
+    Buffer attn_part_;       // split-K attention partials (counted in other_bytes())
+    int splitk_force_ = -1;  // TANDEM_VK_SPLITK: 0 off, N > 0 that many splits; -1 planned
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;
     std::vector<uint64_t> input_offset_, output_offset_;  // in io_, by slot

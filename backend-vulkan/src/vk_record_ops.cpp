@@ -67,6 +67,15 @@ struct AttnPush {
     uint32_t n_tok, n_head, n_kv_head, head_dim, window;
     float scale, softcap;
 };
+struct SplitAttnPush {
+    uint64_t q, k, v, part, step;
+    uint32_t n_tok, n_head, n_kv_head, head_dim, window, n_split;
+    float scale, softcap;
+};
+struct CombinePush {
+    uint64_t part, y;
+    uint32_t n_tok, n_head, head_dim, n_split;
+};
 struct RoutePush {
     uint64_t logits, route;
     uint32_t n_tok, n_expert, k, normalize;
@@ -86,6 +95,37 @@ uint32_t weight_row_bytes(const WeightDesc& w) {
 }
 
 }  // namespace
+
+// Split-K pays off when a step has few query tokens: enough workgroups to fill a GPU (~512:
+// n_kv_head x splits), each split at least 16 positions of the context. attention_split.comp
+// needs an even head_dim <= 256 and whole GQA groups.
+uint32_t VulkanBackend::attention_splits(const Graph& g, const Node& n) const {
+    const int64_t T = g.tensor(n.out).rows(), n_head = n.i[0], n_kv = n.i[1], hd = n.i[2];
+    if (splitk_force_ == 0 || T > 4 || hd % 2 != 0 || hd > 256 || n_kv <= 0 || n_head % n_kv != 0)
+        return 0;
+    if (splitk_force_ > 0) return static_cast<uint32_t>(std::min(splitk_force_, 256));
+    const int64_t blocks = (n_head / n_kv + 7) / 8;
+    const int64_t n_ctx = g.tensor(n.src[1]).rows();
+    const int64_t by_gpu = std::max<int64_t>(1, 512 / (n_kv * blocks * T));
+    return static_cast<uint32_t>(std::clamp<int64_t>(std::min(by_gpu, (n_ctx + 15) / 16), 1, 64));
+}
+
+void VulkanBackend::ensure_attention_partials(const Graph& g) {
+    uint64_t need = 0;
+    for (const Node& n : g.nodes()) {
+        if (n.op != Op::Attention) continue;
+        if (const uint32_t S = attention_splits(g, n))
+            need = std::max(need, uint64_t(g.tensor(n.out).rows()) * uint64_t(n.i[0]) * S *
+                                      uint64_t(n.i[2] + 2) * sizeof(float));
+    }
+    if (need <= attn_part_.size) return;
+    vkDeviceWaitIdle(ctx_->device());
+    ctx_->destroy(attn_part_);
+    ++generation_;
+    // 1 MiB at least: an 8B model's decode needs 32 heads x 64 splits x 130 floats = 1.1 MB.
+    attn_part_ =
+        ctx_->create_device_buffer(std::max<uint64_t>(need, 1 << 20), "split-K attention partials");
+}
 
 void VulkanBackend::copy_floats(const Ref& src, const Ref& dst, uint64_t n) {
     EltPush p{src.address, src.address, dst.address, static_cast<uint32_t>(n), 0.0f};
@@ -242,11 +282,28 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                             " is over the shader's 256");
             const Ref k = ref(g, n.src[1]), v = ref(g, n.src[2]);
             const uint64_t heads = uint64_t(out.rows()) * uint64_t(n.i[0]);
+            const uint32_t kv_f16 = kc.type == DType::F16 ? 1u : 0u;
+            if (const uint32_t S = attention_splits(g, n)) {
+                const int64_t group = n.i[0] / n.i[1], blocks = (group + 7) / 8;
+                const Ref part{kAttnPartId, attn_part_.address, 0,
+                               heads * S * uint64_t(n.i[2] + 2) * sizeof(float)};
+                SplitAttnPush sp{a.address,   k.address,       v.address,   part.address,
+                                 io_.address, u32(out.rows()), u32(n.i[0]), u32(n.i[1]),
+                                 u32(n.i[2]), u32(n.i[3]),     S,           n.f[0],
+                                 n.f[1]};
+                dispatch("attention_split", {kv_f16}, &sp, sizeof sp, S, u32(n.i[1] * blocks),
+                         u32(out.rows()), {a, k, v}, {part});
+                CombinePush cp{part.address, y.address,   u32(out.rows()),
+                               u32(n.i[0]),  u32(n.i[2]), S};
+                dispatch("attention_combine", {}, &cp, sizeof cp, split_x(heads), split_z(heads), 1,
+                         {part}, {y});
+                break;
+            }
             AttnPush p{a.address,   k.address,       v.address,   y.address,
                        io_.address, u32(out.rows()), u32(n.i[0]), u32(n.i[1]),
                        u32(n.i[2]), u32(n.i[3]),     n.f[0],      n.f[1]};
-            dispatch("attention", {kc.type == DType::F16 ? 1u : 0u}, &p, sizeof p, split_x(heads),
-                     split_z(heads), 1, {a, k, v}, {y});
+            dispatch("attention", {kv_f16}, &p, sizeof p, split_x(heads), split_z(heads), 1,
+                     {a, k, v}, {y});
             break;
         }
         case Op::MoeRoute: {

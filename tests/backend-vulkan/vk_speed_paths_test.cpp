@@ -2,6 +2,7 @@
 // (registers + vector loads, and the strided fallback past 8192), decode steps replayed from
 // cached command buffers while n_past grows (and with other graphs in between), split-K decode
 // attention (many chunks, odd lengths, GQA, sliding window, softcap, f16/f32 cache).
+#include <cstdlib>
 #include <tuple>
 
 #include "vk_test_support.h"
@@ -110,6 +111,46 @@ TEST(VulkanSpeedPaths, ReplayedDecodeStepsFollowNPast) {
     TANDEM_VULKAN_OR_SKIP(vk);
     expect_decode_matches({8, 2, 64, 0, 0, DType::F16, 5, 12, 1}, *vk);
     expect_decode_matches({4, 4, 32, 0, 0, DType::F32, 0, 9, 2}, *vk);
+}
+
+// The Vulkan backend with TANDEM_VK_SPLITK set while it is created (read at construction).
+std::unique_ptr<Backend> vulkan_with_splits(const char* splits) {
+    setenv("TANDEM_VK_SPLITK", splits, 1);
+    auto b = vulkan_backend();
+    unsetenv("TANDEM_VK_SPLITK");
+    return b;
+}
+
+const DecodeCase kSplitCases[] = {
+    // Llama-shaped GQA 4:1, f16 cache (16-byte K loads), a prefix longer than a tile (128)
+    {32, 8, 128, 0, 0, DType::F16, 601, 3, 1},
+    // GQA 8:1 and 16:1 (two head blocks of 8 per KV head), f32 cache
+    {8, 1, 64, 0, 0, DType::F32, 333, 2, 1},
+    {16, 1, 32, 0, 0, DType::F16, 150, 2, 2},
+    // sliding window shorter than the context, softcap (Gemma), f16 head_dim 36 (no 16-byte K)
+    {4, 2, 36, 100, 30.0f, DType::F16, 257, 3, 1},
+    {6, 3, 80, 64, 0, DType::F32, 129, 2, 3},
+    // 4 query tokens (the largest split-K step), head_dim 256, MHA
+    {2, 2, 256, 0, 0, DType::F16, 77, 2, 4},
+    // no prefix: the first positions, most splits empty
+    {4, 1, 64, 0, 0, DType::F16, 0, 4, 1},
+};
+
+TEST(VulkanSpeedPaths, SplitKAttentionPlannedSplits) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    for (const DecodeCase& c : kSplitCases) expect_decode_matches(c, *vk);
+}
+
+// Few splits: each covers several 128-position tiles (the online softmax across tiles).
+TEST(VulkanSpeedPaths, SplitKAttentionFewLongSplits) {
+    TANDEM_VULKAN_OR_SKIP(probe);
+    for (const char* splits : {"1", "2", "7"}) {
+        auto vk = vulkan_with_splits(splits);
+        for (const DecodeCase& c : kSplitCases) {
+            SCOPED_TRACE(std::string("TANDEM_VK_SPLITK=") + splits);
+            expect_decode_matches(c, *vk);
+        }
+    }
 }
 
 }  // namespace
