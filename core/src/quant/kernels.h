@@ -9,6 +9,12 @@ const Kernels* scalar_kernels(DType weight);
 const Kernels* avx2_kernels(DType weight);
 const Kernels* avx512_kernels(DType weight);
 
+// Prefill GEMM (gemm_avx512.cpp): y[t * y_stride + r] for rows [row_begin, row_end) of w and every
+// token of x, in panels of kGemmRows rows. nullptr for weight types without one.
+using GemmFn = void (*)(const uint8_t* w, size_t w_stride, int64_t n_in, int64_t row_begin,
+                        int64_t row_end, const Activations& x, float* y, int64_t y_stride);
+GemmFn avx512_gemm(DType weight);
+
 // Tile adaptor for kernels that have no multi-row version: one vec_dot per activation row (the
 // weight row stays in L1 between them).
 template <float (*Dot)(int64_t, const void*, const void*)>

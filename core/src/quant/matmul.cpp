@@ -3,9 +3,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "blocks.h"
 #include "kernels.h"
 #include "tandem/common/error.h"
+#include "tandem/quant/fp16.h"
 #include "tandem/quant/quant.h"
 
 namespace tandem::quant {
@@ -13,6 +16,9 @@ namespace tandem::quant {
 struct Activations::Buffer {
     void* data = nullptr;
     size_t capacity = 0;
+    // q8_0 side data for the GEMM (see block_scales()); empty when not computed.
+    std::vector<float> block_d;
+    std::vector<int32_t> block_sum;
     ~Buffer() { std::free(data); }
     void* reserve(size_t bytes) {
         if (bytes > capacity) {
@@ -58,7 +64,41 @@ void Activations::prepare(DType weight, const float* x, int64_t n_in, int64_t n_
         quantize_act_row(fmt, src, dst, n_in, isa);
     }
     data_ = out;
+    buf_->block_d.clear();
+    buf_->block_sum.clear();
+    if (fmt == DType::Q8_0 && n_tokens >= 2) {
+        // The GEMM multiplies unsigned weights (q + offset) and folds -offset * sum(q_act) into
+        // each block's integer sum; scales as f32 save a conversion per (block, token, panel).
+        const size_t nb = static_cast<size_t>(n_tokens) * static_cast<size_t>(n_in / QK);
+        buf_->block_d.resize(nb);
+        buf_->block_sum.resize(nb);
+        const auto* blocks = reinterpret_cast<const BlockQ8_0*>(out);
+        for (size_t b = 0; b < nb; ++b) {
+            buf_->block_d[b] = fp16_to_fp32(blocks[b].d);
+            int32_t s = 0;
+            for (int8_t q : blocks[b].qs) s += q;
+            buf_->block_sum[b] = s;
+        }
+    }
 }
+
+const float* Activations::block_scales() const {
+    return buf_ && !buf_->block_d.empty() ? buf_->block_d.data() : nullptr;
+}
+const int32_t* Activations::block_sums() const {
+    return buf_ && !buf_->block_sum.empty() ? buf_->block_sum.data() : nullptr;
+}
+
+namespace {
+// TANDEM_QUANT_GEMM=0 keeps prefill on the row kernels (for A/B measurements).
+bool gemm_enabled() {
+    static const bool on = [] {
+        const char* env = std::getenv("TANDEM_QUANT_GEMM");
+        return !env || std::string(env) != "0";
+    }();
+    return on;
+}
+}  // namespace
 
 void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t row_end,
             const Activations& x, float* y, int64_t y_stride, Isa isa) {
@@ -73,6 +113,12 @@ void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t ro
     const size_t w_stride = row_bytes(wt, static_cast<uint64_t>(n_in));
     const auto* wb = static_cast<const uint8_t*>(w);
     const int64_t n_tokens = x.n_tokens();
+    if (n_tokens >= kGemmMinTokens && isa == Isa::Avx512 && gemm_enabled()) {
+        if (const GemmFn gemm = avx512_gemm(wt)) {
+            gemm(wb, w_stride, n_in, row_begin, row_end, x, y, y_stride);
+            return;
+        }
+    }
     if (n_tokens == 1) {
         for (int64_t r = row_begin; r < row_end; ++r)
             y[r] = k.vec_dot(n_in, wb + static_cast<size_t>(r) * w_stride, x.row(0));

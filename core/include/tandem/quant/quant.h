@@ -61,6 +61,11 @@ Isa default_isa();
 
 // Most activation rows one weight row is dotted with per load (prefill tiles tokens by this).
 inline constexpr int kMaxTokenTile = 8;
+// Prefill with at least kGemmMinTokens tokens runs a GEMM over panels of kGemmRows weight rows
+// where the level has one (AVX-512: Q4_0 Q5_0 Q8_0 IQ4_NL Q4_K Q5_K Q6_K); callers splitting rows
+// over threads keep ranges multiples of kGemmRows so no panel is split.
+inline constexpr int kGemmRows = 16;
+inline constexpr int kGemmMinTokens = 4;
 
 struct Kernels {
     DType type;  // weight type
@@ -102,6 +107,10 @@ class Activations {
     const void* row(int64_t t) const {
         return static_cast<const uint8_t*>(data_) + static_cast<size_t>(t) * row_stride_;
     }
+    // q8_0 with two or more tokens (what the prefill GEMM reads; nullptr otherwise): per token t
+    // and block b at [t * n_in / 32 + b], the block's scale as f32 and the sum of its 32 q.
+    const float* block_scales() const;
+    const int32_t* block_sums() const;
 
   private:
     struct Buffer;

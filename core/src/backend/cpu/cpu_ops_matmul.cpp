@@ -21,8 +21,16 @@ void mat_mul_prepared(ThreadPool& pool, const quant::Activations& act, DType typ
     // decode step's matmuls (one token) still spread over every thread.
     const int64_t work_per_row = std::max<int64_t>(n_in * act.n_tokens(), 1);
     const int64_t grain = std::max<int64_t>(4, (int64_t{1} << 17) / work_per_row);
-    parallel_ranges(pool, n_out, grain, [&](int64_t b, int64_t e, int) {
-        quant::matmul(type, w_data, n_in, b, e, act, y, y_stride);
+    if (act.n_tokens() < quant::kGemmMinTokens) {
+        parallel_ranges(pool, n_out, grain, [&](int64_t b, int64_t e, int) {
+            quant::matmul(type, w_data, n_in, b, e, act, y, y_stride);
+        });
+        return;
+    }
+    // Prefill: whole GEMM panels per task (a split panel is repacked by both threads).
+    constexpr int64_t P = quant::kGemmRows;
+    parallel_ranges(pool, (n_out + P - 1) / P, (grain + P - 1) / P, [&](int64_t b, int64_t e, int) {
+        quant::matmul(type, w_data, n_in, b * P, std::min(n_out, e * P), act, y, y_stride);
     });
 }
 
