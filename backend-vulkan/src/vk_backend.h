@@ -120,8 +120,9 @@ class VulkanBackend final : public Backend {
 
     DeviceInfo info_;
     PhysicalDevice pd_;
-    uint32_t matvec_wg_ = 256, matvec_rows_ = 8;  // TANDEM_VK_MATVEC="wg,rows" overrides
-    bool tiled_ok_ = true;                        // TANDEM_VK_TILED=0 turns it off
+    // Discrete GPUs 512 x 16, else 256 x 8 (read_tuning_env); TANDEM_VK_MATVEC="wg,rows" overrides
+    uint32_t matvec_wg_ = 256, matvec_rows_ = 8;
+    bool tiled_ok_ = true;  // TANDEM_VK_TILED=0 turns it off
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;
     // The step's commands go into cbs_ (allocated once, reused by every step): cb_ is the one
