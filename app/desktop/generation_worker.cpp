@@ -54,7 +54,7 @@ void GenerationWorker::loadModel(const QString& path, const RuntimeChoice& runti
             const int64_t train = hp.n_ctx_train > 0 ? hp.n_ctx_train : runtime.contextSize;
             tok_.emplace(tokenizer::load_vocab(*file));
             model_ = engine::load_model(file, engine::ShardSpec::whole(hp));
-            openCluster(file_path, runtime, std::min<int64_t>(runtime.contextSize, train));
+            openCluster(file_path, runtime, std::min<int64_t>(runtime.contextSize, train), tooBig);
         } else {
             // Refuse before allocating: a model bigger than the device would swap or be killed.
             planner::DeviceBudget budget = deviceBudget(backend, runtime.device);
@@ -88,7 +88,7 @@ void GenerationWorker::loadModel(const QString& path, const RuntimeChoice& runti
 }
 
 void GenerationWorker::openCluster(const std::string& path, const RuntimeChoice& runtime,
-                                   int64_t nCtx) {
+                                   int64_t nCtx, bool& tooBig) {
     net::ClusterOptions co;
     for (const QString& n : runtime.clusterNodes) co.nodes.push_back(n.toStdString());
     co.paired = true;  // only paired peers: every connection authenticated and encrypted
@@ -100,7 +100,12 @@ void GenerationWorker::openCluster(const std::string& path, const RuntimeChoice&
     try {
         cluster_ = std::make_shared<net::ClusterCoordinator>(path, co);
     } catch (const std::exception& e) {
-        throw Error(std::string("the cluster could not start: ") + e.what());
+        // The group's own memory plan refused (planner::fit names the short node).
+        const std::string what = e.what();
+        tooBig = what.rfind("does not fit", 0) == 0;
+        throw Error(tooBig ? std::filesystem::path(path).filename().string() +
+                                 " is too big for this cluster: " + what
+                           : "the cluster could not start: " + what);
     }
     engine_ = cluster_->take_engine();
 }

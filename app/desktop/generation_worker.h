@@ -81,8 +81,10 @@ class GenerationWorker : public QObject {
                              const std::vector<store::Message>& path) const;
     // Streams a reply to `parent` (nullopt: the end of the active path).
     void reply(qint64 conversationId, std::optional<int64_t> parent, int maxTokens);
-    // Opens the model tensor-parallel over this machine and runtime.clusterNodes.
-    void openCluster(const std::string& path, const RuntimeChoice& runtime, int64_t nCtx);
+    // Opens the model tensor-parallel over this machine and runtime.clusterNodes; `tooBig` is
+    // set when the group's memory plan refused.
+    void openCluster(const std::string& path, const RuntimeChoice& runtime, int64_t nCtx,
+                     bool& tooBig);
     // After the cluster broke: re-plans on the nodes left (or runs locally) and says so.
     QString recoverCluster();
     void emitClusterStatus();
