@@ -7,8 +7,10 @@
 // and a node killed mid-reply (banner, nothing of the conversation lost, the next reply runs on
 // what is left).
 #include <QAbstractItemModelTester>
+#include <QElapsedTimer>
 #include <QSignalSpy>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 
 #include <unistd.h>
@@ -91,6 +93,24 @@ std::vector<std::pair<std::string, std::string>> turnsOf(
     for (const auto& m : path) turns.emplace_back(tandem::store::role_name(m.role), m.content);
     return turns;
 }
+
+// The UI thread's longest stall: the lateness of a 5 ms timer (nothing of the cluster's loading,
+// stepping or recovery may run there).
+struct UiHeartbeat {
+    QTimer timer;
+    QElapsedTimer clock;
+    qint64 last = 0, worst = 0;
+    UiHeartbeat() {
+        timer.setInterval(5);
+        QObject::connect(&timer, &QTimer::timeout, [this] {
+            const qint64 now = clock.elapsed();
+            worst = std::max(worst, now - last - 5);
+            last = now;
+        });
+        clock.start();
+        timer.start();
+    }
+};
 
 int rowOf(PeerListModel* m, const QString& name) {
     for (int r = 0; r < m->rowCount(); ++r)
@@ -247,6 +267,7 @@ class TestClusterPage : public QObject {
         tandem::ui::MainWindow w(store, options);
         auto* chat = w.chatPage();
         auto* page = w.clusterPage();
+        UiHeartbeat heartbeat;
         tandem::net::NodeConfig appNode = nodeConfig(dir_.filePath("tp/app"), "tp-app", {});
         appNode.discovery = discovery;
         QSignalSpy started(w.node(), &NodeController::started);
@@ -302,6 +323,7 @@ class TestClusterPage : public QObject {
         chat->setMaxTokens(24);
         chat->send("Hello there");
         QVERIFY(finished.wait(120000));
+        const qint64 stallLoadAndReply = heartbeat.worst;
         QVERIFY2(finished.last().at(0).toLongLong() > 0,
                  qPrintable(finished.last().at(1).toString()));
         const qint64 conv = chat->currentConversation();
@@ -340,6 +362,8 @@ class TestClusterPage : public QObject {
         }
         QCOMPARE(int(page->splitView()->nodes().size()), 3);
         QVERIFY(std::abs(shares - 1.0) < 1e-6);
+        qInfo("longest UI-thread stall through pairing, cluster load and reply: %lld ms",
+              (long long)stallLoadAndReply);
         qInfo("cluster health after %llu steps:", (unsigned long long)st.steps);
         for (const auto& r : st.ranks)
             qInfo("  %s share %.3f step %.2f ms all-reduce %.1f us", qPrintable(r.name), r.share,
@@ -349,12 +373,14 @@ class TestClusterPage : public QObject {
         QSignalSpy lost(chat, &tandem::ui::ChatPage::nodeLost);
         chat->setMaxTokens(1000);
         const int shownBefore = int(shown.count());
+        heartbeat.worst = 0;
         chat->send("Tell me more");
         QTRY_VERIFY_WITH_TIMEOUT(shown.count() >= shownBefore + 2, 60000);
         b.kill();
         QTRY_VERIFY_WITH_TIMEOUT(finished.count() >= 2, 60000);
         QVERIFY2(finished.last().at(1).toString().startsWith("error:"),
                  qPrintable(finished.last().at(1).toString()));
+        const qint64 stallLoss = heartbeat.worst;
         QCOMPARE(lost.count(), 1);
         const QString banner = chat->errorBanner()->text();
         QVERIFY2(chat->errorBanner()->isVisibleTo(chat) &&
@@ -373,6 +399,10 @@ class TestClusterPage : public QObject {
                  path[3].content.c_str());
         QTRY_COMPARE_WITH_TIMEOUT(int(chat->messageView()->messages().size()), 4, 10000);
         QVERIFY(chat->statsLabel()->text().contains("cluster of 2"));
+        qInfo("longest UI-thread stall through the reply, the node loss and the re-plan: %lld ms",
+              (long long)stallLoss);
+        QVERIFY2(stallLoadAndReply < 1000 && stallLoss < 1000,
+                 "the UI thread waited on the cluster");
         QCOMPARE(int(page->clusterStatus().ranks.size()), 2);
 
         // The next message runs on what is left and answers like the single process.
