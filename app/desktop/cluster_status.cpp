@@ -19,8 +19,10 @@ ClusterStatus clusterStatusOf(const net::ClusterHealth& health, const QString& m
         const auto& h = health.ranks[r];
         ClusterRank c;
         c.address = QString::fromStdString(h.address);
-        c.name = r == 0 || h.name.empty() ? (r == 0 ? QObject::tr("this machine") : c.address)
-                                          : QString::fromStdString(h.name);
+        if (r == 0)
+            c.name = QObject::tr("this machine");
+        else
+            c.name = h.name.empty() ? c.address : QString::fromStdString(h.name);
         c.share = h.share;
         c.stepMs = h.step_ms;
         c.allReduceUs = h.all_reduce_us;
