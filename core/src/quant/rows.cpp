@@ -183,6 +183,21 @@ void add_scaled_row(DType t, const void* src, float w, float* acc, int64_t n) {
     }
 }
 
+void weighted_rows_sum(DType t, const void* rows, size_t row_stride, int64_t n_rows, const float* w,
+                       int64_t w_stride, int n_acc, float* out, int64_t n) {
+    if (use_simd() && t == DType::F16)
+        return avx2::weighted_rows_f16(rows, row_stride, n_rows, w, w_stride, n_acc, out, n);
+    if (use_simd() && t == DType::F32)
+        return avx2::weighted_rows_f32(rows, row_stride, n_rows, w, w_stride, n_acc, out, n);
+    // Scalar level and the other types: row by row through add_scaled_row.
+    std::fill(out, out + static_cast<size_t>(n_acc) * static_cast<size_t>(n), 0.0f);
+    const auto* base = static_cast<const uint8_t*>(rows);
+    for (int64_t j = 0; j < n_rows; ++j)
+        for (int k = 0; k < n_acc; ++k)
+            add_scaled_row(t, base + static_cast<size_t>(j) * row_stride, w[k * w_stride + j],
+                           out + k * n, n);
+}
+
 DType act_type(DType weight) {
     switch (weight) {
         case DType::F32:

@@ -12,5 +12,10 @@ void quant_bf16(const float* x, void* dst, int64_t n);
 // acc[i] += w * row[i]
 void add_scaled_f16(const void* src, float w, float* acc, int64_t n);
 void add_scaled_f32(const void* src, float w, float* acc, int64_t n);
+// weighted_rows_sum (quant.h) for F16 / F32 rows.
+void weighted_rows_f16(const void* rows, size_t row_stride, int64_t n_rows, const float* w,
+                       int64_t w_stride, int n_acc, float* out, int64_t n);
+void weighted_rows_f32(const void* rows, size_t row_stride, int64_t n_rows, const float* w,
+                       int64_t w_stride, int n_acc, float* out, int64_t n);
 
 }  // namespace tandem::quant::avx2

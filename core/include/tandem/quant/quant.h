@@ -39,6 +39,13 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n);
 // SIMD, the others through an L1-sized dequantised chunk). For attention's weighted sum of V rows.
 void add_scaled_row(DType t, const void* src, float w, float* acc, int64_t n);
 
+// out[k * n + i] = sum_j w[k * w_stride + j] * row_j[i] for k < n_acc and j < n_rows, where
+// row_j (n elements of type t) is at rows + j * row_stride: attention's weighted sum of V rows,
+// done for all the query heads that share them (GQA) in one pass over the rows. Any dequantisable
+// type; F32 and F16 directly with SIMD.
+void weighted_rows_sum(DType t, const void* rows, size_t row_stride, int64_t n_rows, const float* w,
+                       int64_t w_stride, int n_acc, float* out, int64_t n);
+
 // ---- Activation formats -----------------------------------------------------------------------
 // The activation format a weight type's dot product consumes: DType::F32, Q8_0, Q8_1 or Q8_K.
 DType act_type(DType weight);
