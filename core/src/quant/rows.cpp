@@ -26,6 +26,10 @@ bool use_simd() {
     static const bool on = default_isa() != Isa::Scalar;
     return on;
 }
+bool use_avx512() {
+    static const bool on = default_isa() == Isa::Avx512;
+    return on;
+}
 
 DequantFn dequant_fn(DType t) {
     if (use_simd() && t == DType::F16) return avx2::dequant_f16;
@@ -185,6 +189,9 @@ void add_scaled_row(DType t, const void* src, float w, float* acc, int64_t n) {
 
 void weighted_rows_sum(DType t, const void* rows, size_t row_stride, int64_t n_rows, const float* w,
                        int64_t w_stride, int n_acc, float* out, int64_t n) {
+    if (use_avx512() && n % 16 == 0 && (t == DType::F16 || t == DType::F32))
+        return (t == DType::F16 ? avx512::weighted_rows_f16 : avx512::weighted_rows_f32)(
+            rows, row_stride, n_rows, w, w_stride, n_acc, out, n);
     if (use_simd() && t == DType::F16)
         return avx2::weighted_rows_f16(rows, row_stride, n_rows, w, w_stride, n_acc, out, n);
     if (use_simd() && t == DType::F32)

@@ -1,0 +1,125 @@
+// AVX-512 weighted_rows_sum for F16 / F32 rows (attention's V pass): 64 columns x 4 sums per
+// pass, 16 accumulators, so every row is loaded and converted once per 64 columns and the FMAs
+// of one row are 16 independent chains (the AVX2 version has 4, and waits on their latency).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "rows_simd.h"
+
+#if defined(__x86_64__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl"))), \
+                             apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")
+#endif
+// GCC 12's _mm512_undefined_*() initialise a variable with itself (see kernels_avx512.cpp).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+namespace tandem::quant::avx512 {
+namespace {
+
+struct F16Row16 {
+    static __m512 load16(const void* r, int64_t i) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(r) + i)));
+    }
+};
+struct F32Row16 {
+    static __m512 load16(const void* r, int64_t i) {
+        return _mm512_loadu_ps(static_cast<const float*>(r) + i);
+    }
+};
+
+// Columns [i, i + 16 * NC) of NA sums.
+template <int NA, int NC, class R>
+void columns(const uint8_t* base, size_t stride, int64_t n_rows, const float* w, int64_t w_stride,
+             float* out, int64_t n, int64_t i) {
+    __m512 acc[NA][NC];
+#pragma GCC unroll 16
+    for (int k = 0; k < NA; ++k)
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; ++c) acc[k][c] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n_rows; ++j) {
+        const uint8_t* row = base + static_cast<size_t>(j) * stride;
+        __m512 v[NC];
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; ++c) v[c] = R::load16(row, i + 16 * c);
+#pragma GCC unroll 16
+        for (int k = 0; k < NA; ++k) {
+            const __m512 wk = _mm512_set1_ps(w[k * w_stride + j]);
+#pragma GCC unroll 16
+            for (int c = 0; c < NC; ++c) acc[k][c] = _mm512_fmadd_ps(wk, v[c], acc[k][c]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < NA; ++k)
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + k * n + i + 16 * c, acc[k][c]);
+}
+
+// n is a multiple of 16 (rows.cpp sends other lengths to the AVX2 code).
+template <int NA, class R>
+void sums(const uint8_t* base, size_t stride, int64_t n_rows, const float* w, int64_t w_stride,
+          float* out, int64_t n) {
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) columns<NA, 4, R>(base, stride, n_rows, w, w_stride, out, n, i);
+    for (; i + 16 <= n; i += 16) columns<NA, 1, R>(base, stride, n_rows, w, w_stride, out, n, i);
+}
+
+template <class R>
+void weighted(const void* rows, size_t stride, int64_t n_rows, const float* w, int64_t w_stride,
+              int n_acc, float* out, int64_t n) {
+    const auto* base = static_cast<const uint8_t*>(rows);
+    for (int k0 = 0; k0 < n_acc; k0 += 4) {
+        const float* wk = w + k0 * w_stride;
+        float* ok = out + k0 * n;
+        switch (std::min(4, n_acc - k0)) {
+            case 1:
+                sums<1, R>(base, stride, n_rows, wk, w_stride, ok, n);
+                break;
+            case 2:
+                sums<2, R>(base, stride, n_rows, wk, w_stride, ok, n);
+                break;
+            case 3:
+                sums<3, R>(base, stride, n_rows, wk, w_stride, ok, n);
+                break;
+            default:
+                sums<4, R>(base, stride, n_rows, wk, w_stride, ok, n);
+                break;
+        }
+    }
+}
+
+}  // namespace
+
+void weighted_rows_f16(const void* rows, size_t row_stride, int64_t n_rows, const float* w,
+                       int64_t w_stride, int n_acc, float* out, int64_t n) {
+    weighted<F16Row16>(rows, row_stride, n_rows, w, w_stride, n_acc, out, n);
+}
+void weighted_rows_f32(const void* rows, size_t row_stride, int64_t n_rows, const float* w,
+                       int64_t w_stride, int n_acc, float* out, int64_t n) {
+    weighted<F32Row16>(rows, row_stride, n_rows, w, w_stride, n_acc, out, n);
+}
+
+}  // namespace tandem::quant::avx512
+#pragma GCC diagnostic pop
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#else
+namespace tandem::quant::avx512 {
+void weighted_rows_f16(const void*, size_t, int64_t, const float*, int64_t, int, float*, int64_t) {}
+void weighted_rows_f32(const void*, size_t, int64_t, const float*, int64_t, int, float*, int64_t) {}
+}  // namespace tandem::quant::avx512
+#endif
