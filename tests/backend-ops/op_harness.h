@@ -1,15 +1,20 @@
 #pragma once
 // Runs single-op graphs on every backend that can compute and compares them with naive
 // double-precision references written in the tests (ggml test-backend-ops style: NMSE per op).
-// TANDEM_TEST_BACKENDS=cpu,vulkan limits the backends.
+// TANDEM_TEST_BACKENDS=cpu,vulkan limits the backends. BackendOpTest is the fixture of the one
+// suite: it runs on every registered backend (an unavailable one skips with the registry's
+// reason), checks against the double reference and, on GPU backends, against the CPU backend
+// running the same graph; every check lands in the NMSE table printed at the end.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "op_nmse_table.h"
 #include "tandem/backend/backend.h"
 #include "tandem/backend/graph.h"
 #include "tandem/backend/registry.h"
@@ -128,5 +133,77 @@ class OpGraph {
   private:
     int n_weights_ = 0;
 };
+
+// Every registered backend that TANDEM_TEST_BACKENDS names (all when unset), available or not:
+// the fixture skips the unavailable ones with the reason, so a run shows what it did not test.
+inline std::vector<std::string> op_backends() {
+    std::vector<std::string> names;
+    const char* only = std::getenv("TANDEM_TEST_BACKENDS");
+    for (const auto& st : BackendRegistry::instance().backends()) {
+        if (only && std::string(only).find(st.name) == std::string::npos) continue;
+        names.push_back(st.name);
+    }
+    return names;
+}
+
+// Fills a graph for backend b (weights are uploaded through g) and names the output it fills.
+using GraphBuilder = std::function<void(OpGraph& g, Backend& b, std::vector<float>& out)>;
+
+// Builds a fresh graph with `build` and runs it on b; returns its output.
+inline std::vector<float> run_graph(Backend& b, const GraphBuilder& build, int32_t n_past = 0) {
+    OpGraph g;
+    g.io.n_past = n_past;
+    std::vector<float> out;
+    build(g, b, out);
+    g.run(b);
+    return out;
+}
+
+// The fixture of the one op suite; the parameter is the backend's name.
+class BackendOpTest : public ::testing::TestWithParam<std::string> {
+  protected:
+    void SetUp() override {
+        for (const auto& st : BackendRegistry::instance().backends()) {
+            if (st.name != GetParam()) continue;
+            if (!st.available) GTEST_SKIP() << st.name << " backend unavailable: " << st.reason;
+        }
+        be = make_backend(GetParam());
+        if (!be->can_compute()) GTEST_SKIP() << GetParam() << " backend does not compute graphs";
+    }
+    bool gpu() const { return GetParam() != "cpu"; }
+
+    // The same graph on the CPU backend, for the GPU-vs-CPU check; empty on the CPU backend.
+    std::vector<float> cpu_output(const GraphBuilder& build, int32_t n_past = 0) const {
+        if (!gpu()) return {};
+        auto cpu = make_backend("cpu", 2);
+        return run_graph(*cpu, build, n_past);
+    }
+
+    // Records and checks one case: out vs the double reference (bound_f64) and, where cpu is
+    // not empty, vs the CPU backend's output (bound_cpu).
+    void check(const std::string& op, const std::string& what, const std::vector<float>& out,
+               const std::vector<double>& ref, double bound_f64, const std::vector<float>& cpu = {},
+               double bound_cpu = 0) const {
+        ASSERT_EQ(out.size(), ref.size()) << op << " " << what;
+        const double e = nmse(out, ref);
+        double ec = -1;
+        if (!cpu.empty()) {
+            ASSERT_EQ(out.size(), cpu.size()) << op << " " << what;
+            ec = nmse(out, std::vector<double>(cpu.begin(), cpu.end()));
+        }
+        NmseTable::instance().add(op, GetParam(), what, e, ec);
+        EXPECT_LT(e, bound_f64) << GetParam() << " " << op << " " << what << " vs f64";
+        if (ec >= 0) {
+            EXPECT_LT(ec, bound_cpu) << GetParam() << " " << op << " " << what << " vs cpu";
+        }
+    }
+
+    std::unique_ptr<Backend> be;
+};
+
+#define TANDEM_OP_SUITE(Fixture)                                                 \
+    INSTANTIATE_TEST_SUITE_P(Backends, Fixture,                                  \
+                             ::testing::ValuesIn(::tandem::test::op_backends()), \
+                             [](const auto& info) { return info.param; })
 
 }  // namespace tandem::test

@@ -1,0 +1,104 @@
+// MoE routing (softmax, top-k, renormalised weights) and the expert FFN on every backend: all
+// experts on one rank and a tensor-parallel rank holding a slice of them, float and block weight
+// types, decode and prefill token counts; against double references and (GPU) the CPU backend.
+#include "op_references.h"
+#include "tandem/common/error.h"
+
+namespace tandem::test {
+namespace {
+
+class MoeOps : public BackendOpTest {};
+
+bool is_float(DType t) {
+    return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
+TEST_P(MoeOps, RouteAndExperts) {
+    const int64_t n_embd = 256, n_ff = 96, n_expert = 8;
+    struct Case {
+        DType gate_up, down;
+        int first_expert;  // this rank holds experts first..first+n_local-1
+        int64_t n_local;
+        Activation act;
+        int k;
+        int64_t T;
+    };
+    for (const Case& c : {Case{DType::F32, DType::F32, 0, 8, Activation::Silu, 2, 5},
+                          Case{DType::Q8_0, DType::Q8_0, 0, 8, Activation::Silu, 2, 5},
+                          Case{DType::Q8_0, DType::Q5_0, 0, 8, Activation::Silu, 2, 5},
+                          Case{DType::Q8_0, DType::Q5_0, 0, 8, Activation::Silu, 2, 1},
+                          Case{DType::Q4_K, DType::Q8_0, 4, 4, Activation::GeluTanh, 2, 5},
+                          Case{DType::Q4_K, DType::Q8_0, 4, 4, Activation::GeluTanh, 3, 7},
+                          Case{DType::F16, DType::F32, 2, 3, Activation::Silu, 8, 3}}) {
+        QuantWeight gate(c.gate_up, {n_embd, n_ff, c.n_local}, 21);
+        QuantWeight up(c.gate_up, {n_embd, n_ff, c.n_local}, 22);
+        QuantWeight down(c.down, {n_ff, n_embd, c.n_local}, 23);
+        const int64_t T = c.T;
+        const int k = c.k;
+        auto x = random_floats(size_t(n_embd * T), 24);
+        auto logits = random_floats(size_t(n_expert * T), 25, -3, 3);
+        // Outputs: the route (expert, weight pairs) and the FFN result, in that order.
+        auto run = [&](Backend& b, std::vector<float>& route, std::vector<float>& out) {
+            OpGraph g;
+            TensorId wg = g.weight(b, gate), wu = g.weight(b, up), wd = g.weight(b, down);
+            TensorId in = g.input(x.data(), n_embd, T), lg = g.input(logits.data(), n_expert, T);
+            TensorId rt = g.g.activation("route", 2 * k, T);
+            g.node(Op::MoeRoute, rt, {lg}, {k, 1, 0, 0});
+            g.node(Op::Copy, g.output(route, 2 * k, T), {rt});
+            g.node(Op::MoeFfn, g.output(out, n_embd, T), {in, rt, wg, wu, wd},
+                   {c.first_expert, int32_t(c.act), 0, 0});
+            g.run(b);
+        };
+        std::vector<float> route, out, route_cpu, out_cpu;
+        run(*be, route, out);
+        if (gpu()) {
+            auto cpu = make_backend("cpu", 2);
+            run(*cpu, route_cpu, out_cpu);
+        }
+        std::vector<double> ref(size_t(n_embd * T), 0.0), route_ref(size_t(2 * k * T));
+        for (int64_t t = 0; t < T; ++t) {
+            const auto r = ref_moe_route(logits.data() + t * n_expert, n_expert, k);
+            for (int j = 0; j < k; ++j) {
+                const auto [e, w] = r[size_t(j)];
+                EXPECT_EQ(route[t * 2 * k + 2 * j], float(e)) << "token " << t << " slot " << j;
+                route_ref[t * 2 * k + 2 * j] = e;
+                route_ref[t * 2 * k + 2 * j + 1] = w;
+                const int le = e - c.first_expert;
+                if (le < 0 || le >= c.n_local) continue;  // another rank's expert
+                ref_expert_ffn(gate, up, down, le, c.act, x.data() + t * n_embd, w,
+                               ref.data() + t * n_embd);
+            }
+        }
+        const std::string what = std::string(dtype_name(c.gate_up)) + "/" +
+                                 std::string(dtype_name(c.down)) + " k=" + std::to_string(k) +
+                                 " experts " + std::to_string(c.first_expert) + "+" +
+                                 std::to_string(c.n_local) + " T=" + std::to_string(T);
+        check("moe_route", what, route, route_ref, 1e-12, route_cpu, 1e-12);
+        // The CPU backend quantises activations to q8 for block types (both matmuls).
+        const bool floats = is_float(c.gate_up) && is_float(c.down);
+        const double f64 = gpu()                                             ? 1e-9
+                           : c.gate_up == DType::F32 && c.down == DType::F32 ? 4e-10
+                           : floats                                          ? 4e-8
+                                                                             : 8e-4;
+        check("moe_ffn", what, out, ref, f64, out_cpu, c.gate_up == DType::F32 ? 1e-10 : 1e-3);
+    }
+}
+
+TEST_P(MoeOps, RouteTopKOutOfRangeIsAClearError) {
+    if (!gpu())
+        GTEST_SKIP() << "the CPU backend does not check moe_route's k against the expert count";
+    std::vector<float> logits(8, 0.5f), out;
+    OpGraph g;
+    g.node(Op::MoeRoute, g.output(out, 2 * 9, 1), {g.input(logits.data(), 8, 1)}, {9, 1, 0, 0});
+    try {
+        g.run(*be);
+        ADD_FAILURE() << "top-9 of 8 experts ran";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("moe_route"), std::string::npos) << e.what();
+    }
+}
+
+TANDEM_OP_SUITE(MoeOps);
+
+}  // namespace
+}  // namespace tandem::test
