@@ -2,13 +2,15 @@
 // Split-K decode attention (flash-decoding), pass 1: workgroup (split s, kv head block, token t)
 // attends the query heads of one GQA group (up to GMAX of them) over its share of the cached
 // positions, so each K/V row is read once for the whole group and a step has n_split times more
-// workgroups than heads. Writes per head an unnormalised partial (max m, sum l, acc[head_dim])
+// workgroups than heads. Scores take 8 invocations per position (coalesced K reads, short
+// dependent chains: a share is often only 16-40 positions). Writes per head an unnormalised partial (max m, sum l, acc[head_dim])
 // that attention_combine.comp merges. n_past comes from the step parameters, and the share of a
 // split is computed here from it, so recorded commands serve every step.
 #include "common.glsl"
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint KV_F16 = 1;
 const uint WG = 128u, GMAX = 8u, MAX_HD = 256u, MIN_SHARE = 16u;
+const uint PARTS = 8u, PP = WG / PARTS;  // score pass: PARTS invocations x PP positions
 layout(push_constant) uniform P {
     Floats q; Uints k; Uints v; Floats part; Uints step;  // step.v[0] = n_past
     uint n_tok; uint n_head; uint n_kv_head; uint head_dim; uint window; uint n_split;
@@ -17,7 +19,7 @@ layout(push_constant) uniform P {
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Quads { uvec4 v[]; };
 shared float qs[GMAX * MAX_HD];
 shared float s[GMAX * WG];    // scores, then probabilities, of the tile's positions
-shared float red[GMAX * WG];  // reductions; at the end the lanes' V sums
+shared float red[GMAX * WG];  // score parts, reductions; at the end the lanes' V sums
 
 float kv_at(Uints c, uint elem) {
     return KV_F16 != 0u ? unpackHalf2x16(c.v[elem >> 1] >> ((elem & 1u) * 16u)).x
@@ -70,41 +72,56 @@ void main() {
     const bool wide_k = KV_F16 != 0u && hd % 8u == 0u;
     for (uint base = begin; base < end; base += WG) {
         const uint cnt = min(WG, end - base);
-        // Scores of position base + tid for every head of the group.
-        float sc[GMAX];
-        [[unroll]] for (uint g = 0u; g < GMAX; ++g) sc[g] = 0.0;
-        if (tid < cnt) {
-            const uint kb = (base + tid) * kv_width + kvh * hd;
-            if (wide_k) {
-                for (uint d = 0u; d < hd; d += 8u) {
-                    const uvec4 wv = Quads(p.k).v[(kb + d) >> 3];
-                    const vec2 a = unpackHalf2x16(wv.x), b = unpackHalf2x16(wv.y);
-                    const vec2 c = unpackHalf2x16(wv.z), e = unpackHalf2x16(wv.w);
-                    [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
-                        if (g >= nh) break;
-                        const uint o = g * MAX_HD + d;
-                        sc[g] += qs[o] * a.x + qs[o + 1u] * a.y + qs[o + 2u] * b.x +
-                                 qs[o + 3u] * b.y + qs[o + 4u] * c.x + qs[o + 5u] * c.y +
-                                 qs[o + 6u] * e.x + qs[o + 7u] * e.y;
+        // Scores: PARTS invocations per position, each a partial dot over every PARTS-th
+        // 8-dim chunk (neighbours read neighbouring 16 bytes of one K row), summed through
+        // red[] ([part][position][head]) into s[head][position].
+        for (uint p0 = 0u; p0 < cnt; p0 += PP) {
+            const uint jj = tid / PARTS, c = tid % PARTS, j = p0 + jj;
+            float sc[GMAX];
+            [[unroll]] for (uint g = 0u; g < GMAX; ++g) sc[g] = 0.0;
+            if (j < cnt) {
+                const uint kb = (base + j) * kv_width + kvh * hd;
+                if (wide_k) {
+                    for (uint d = c * 8u; d < hd; d += PARTS * 8u) {
+                        const uvec4 wv = Quads(p.k).v[(kb + d) >> 3];
+                        const vec2 a = unpackHalf2x16(wv.x), b = unpackHalf2x16(wv.y);
+                        const vec2 cc = unpackHalf2x16(wv.z), e = unpackHalf2x16(wv.w);
+                        [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
+                            if (g >= nh) break;
+                            const uint o = g * MAX_HD + d;
+                            sc[g] += qs[o] * a.x + qs[o + 1u] * a.y + qs[o + 2u] * b.x +
+                                     qs[o + 3u] * b.y + qs[o + 4u] * cc.x + qs[o + 5u] * cc.y +
+                                     qs[o + 6u] * e.x + qs[o + 7u] * e.y;
+                        }
                     }
-                }
-            } else {
-                for (uint d = 0u; d < hd; ++d) {
-                    const float kd = kv_at(p.k, kb + d);
-                    [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
-                        if (g >= nh) break;
-                        sc[g] += qs[g * MAX_HD + d] * kd;
+                } else {
+                    for (uint d = c; d < hd; d += PARTS) {
+                        const float kd = kv_at(p.k, kb + d);
+                        [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
+                            if (g >= nh) break;
+                            sc[g] += qs[g * MAX_HD + d] * kd;
+                        }
                     }
                 }
             }
+            [[unroll]] for (uint g = 0u; g < GMAX; ++g) red[(c * PP + jj) * GMAX + g] = sc[g];
+            barrier();
+            {
+                const uint g = tid / PP, jr = tid % PP;  // WG = GMAX * PP invocations
+                if (g < nh && p0 + jr < cnt) {
+                    float x = 0.0;
+                    for (uint k = 0u; k < PARTS; ++k) x += red[(k * PP + jr) * GMAX + g];
+                    x *= p.scale;
+                    if (p.softcap > 0.0) x = p.softcap * tanh(x / p.softcap);
+                    s[g * WG + p0 + jr] = x;
+                }
+            }
+            barrier();
         }
+        float sc[GMAX];
+        [[unroll]] for (uint g = 0u; g < GMAX; ++g) sc[g] = g < nh && tid < cnt ? s[g * WG + tid] : -1e30;
         float mx[GMAX];
-        [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
-            float x = sc[g] * p.scale;
-            if (p.softcap > 0.0) x = p.softcap * tanh(x / p.softcap);
-            sc[g] = tid < cnt ? x : -1e30;
-            mx[g] = sc[g];
-        }
+        [[unroll]] for (uint g = 0u; g < GMAX; ++g) mx[g] = sc[g];
         reduce(mx, nh, tid, true);
         float sum[GMAX], f[GMAX];
         [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
