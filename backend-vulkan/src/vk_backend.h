@@ -64,6 +64,7 @@ class VulkanBackend final : public Backend {
     // How a MatMul node runs: the tiled kernel (prefill) or matvec with its specialisation.
     struct MatmulPlan {
         bool tiled = false;
+        bool direct = false;  // matvec_direct.comp (x read from memory, no staging)
         uint32_t wg = 256, rows = 8, tok = 1, subgroup_add = 0;
     };
     struct Weight {
@@ -122,7 +123,8 @@ class VulkanBackend final : public Backend {
     PhysicalDevice pd_;
     // Discrete GPUs 512 x 16, else 256 x 8 (read_tuning_env); TANDEM_VK_MATVEC="wg,rows" overrides
     uint32_t matvec_wg_ = 256, matvec_rows_ = 8;
-    bool tiled_ok_ = true;  // TANDEM_VK_TILED=0 turns it off
+    bool matvec_direct_ = false;  // discrete GPUs; TANDEM_VK_MATVEC="wg,rows,direct"
+    bool tiled_ok_ = true;        // TANDEM_VK_TILED=0 turns it off
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;
     // The step's commands go into cbs_ (allocated once, reused by every step): cb_ is the one

@@ -29,7 +29,10 @@ VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_
     plan.wg = matvec_wg_;
     plan.rows = matvec_rows_;
     plan.tok = n_tok == 1 ? 1 : 4;
-    while (plan.tok > 1 && matvec_shared_bytes(plan.wg, plan.rows, plan.tok) > pd_.max_shared_bytes)
+    // The direct kernel needs whole groups; its shared memory is only the reduction.
+    plan.direct = matvec_direct_ && whole_groups && plan.tok * plan.wg * 4 <= pd_.max_shared_bytes;
+    while (!plan.direct && plan.tok > 1 &&
+           matvec_shared_bytes(plan.wg, plan.rows, plan.tok) > pd_.max_shared_bytes)
         plan.tok /= 2;
     const uint32_t tpr = plan.wg / plan.rows;
     plan.subgroup_add =
@@ -37,9 +40,9 @@ VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_
     return plan;
 }
 
-// Chooses the matvec shape for the device and reads TANDEM_VK_MATVEC ("wg,rows": workgroup size and
-// rows per workgroup, powers of two with wg/rows >= 1) and TANDEM_VK_TILED=0, for tuning runs on a
-// new GPU.
+// Chooses the matvec kernel and shape for the device and reads TANDEM_VK_MATVEC ("wg,rows" or
+// "wg,rows,direct": workgroup size and rows per workgroup, powers of two with wg/rows >= 1;
+// direct 1/0 picks matvec_direct.comp or matvec.comp) and TANDEM_VK_TILED=0, for tuning runs.
 void VulkanBackend::read_tuning_env() {
     // Discrete GPUs: 512 invocations x 16 rows (a decode sweep on an H200 measured 180 tok/s
     // against 173 for 256 x 8 on an 8B Q4_0: half the workgroups, each activation chunk staged
@@ -50,16 +53,21 @@ void VulkanBackend::read_tuning_env() {
         matvec_wg_ = 512;
         matvec_rows_ = 16;
     }
+    // Discrete GPUs read the activations straight from memory (L1 hits) instead of staging
+    // them in shared memory between barriers (matvec_direct.comp).
+    matvec_direct_ = info_.type == DeviceType::DiscreteGpu;
     if (const char* mv = std::getenv("TANDEM_VK_MATVEC")) {
-        unsigned wg = 0, rows = 0;
+        unsigned wg = 0, rows = 0, direct = matvec_direct_ ? 1 : 0;
         auto pow2 = [](unsigned v) { return v && !(v & (v - 1)); };
-        if (std::sscanf(mv, "%u,%u", &wg, &rows) == 2 && pow2(wg) && pow2(rows) && rows <= wg &&
-            wg <= pd_.max_workgroup_invocations &&
+        if (std::sscanf(mv, "%u,%u,%u", &wg, &rows, &direct) >= 2 && pow2(wg) && pow2(rows) &&
+            rows <= wg && wg <= pd_.max_workgroup_invocations &&
             matvec_shared_bytes(wg, rows, 1) <= pd_.max_shared_bytes) {
             matvec_wg_ = wg;
             matvec_rows_ = rows;
+            matvec_direct_ = direct != 0;
         } else {
-            std::fprintf(stderr, "vulkan: ignoring TANDEM_VK_MATVEC='%s' (want wg,rows)\n", mv);
+            std::fprintf(stderr, "vulkan: ignoring TANDEM_VK_MATVEC='%s' (want wg,rows[,direct])\n",
+                         mv);
         }
     }
     if (const char* t = std::getenv("TANDEM_VK_TILED")) tiled_ok_ = std::string(t) != "0";

@@ -232,7 +232,9 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                          u32((T + 63) / 64), 1, {x}, {y});
             } else {
                 const uint64_t groups = (uint64_t(w.ne[1]) + plan.rows - 1) / plan.rows;
-                dispatch("matvec",
+                // matvec_direct reads x as 16-byte words (rows of whole groups are 128 bytes).
+                const bool direct = plan.direct && x.address % 16 == 0;
+                dispatch(direct ? "matvec_direct" : "matvec",
                          {uint32_t(w.type), plan.wg, plan.rows, plan.tok, plan.subgroup_add}, &p,
                          sizeof p, split_x(groups), u32((T + plan.tok - 1) / plan.tok),
                          split_z(groups), {x}, {y});

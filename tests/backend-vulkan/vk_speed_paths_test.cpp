@@ -1,7 +1,8 @@
 // The Vulkan backend's decode speed paths against the CPU backend: RMSNorm on model-width rows
 // (registers + vector loads, and the strided fallback past 8192), decode steps replayed from
 // cached command buffers while n_past grows (and with other graphs in between), split-K decode
-// attention (many chunks, odd lengths, GQA, sliding window, softcap, f16/f32 cache).
+// attention (many chunks, odd lengths, GQA, sliding window, softcap, f16/f32 cache), and the
+// direct matvec (activations read from memory, no shared staging) for every weight type.
 #include <cstdlib>
 #include <tuple>
 
@@ -150,6 +151,67 @@ TEST(VulkanSpeedPaths, SplitKAttentionFewLongSplits) {
             SCOPED_TRACE(std::string("TANDEM_VK_SPLITK=") + splits);
             expect_decode_matches(c, *vk);
         }
+    }
+}
+
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,
+                              DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// y = W x in double over the dequantised weights the backend sees.
+std::vector<double> exact_matmul(const QuantWeight& w, const std::vector<float>& x, int64_t T) {
+    const int64_t n_in = w.ne[0], n_out = w.ne[1];
+    std::vector<double> y(static_cast<size_t>(T * n_out));
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t o = 0; o < n_out; ++o) {
+            double s = 0;
+            for (int64_t i = 0; i < n_in; ++i)
+                s += double(w.values[o * n_in + i]) * x[t * n_in + i];
+            y[t * n_out + o] = s;
+        }
+    return y;
+}
+
+TEST(VulkanSpeedPaths, DirectMatvecEveryType) {
+    struct Shape {
+        int64_t n_in, n_out, T;
+    };
+    const Shape shapes[] = {
+        {2304, 67, 1},  // 72 groups: two unrolled steps of 32 lanes, the last one partial; odd rows
+        {4096, 33, 1},  // an 8B model's row length
+        {1024, 17, 3},  // a partial 4-token tile
+        {512, 5, 6},    // two 4-token tiles
+        {256, 1, 1},    // one row, 8 groups (fewer than the lanes of a row)
+    };
+    // Every type with the discrete-GPU default shape; a few with other shapes (each
+    // specialisation is a pipeline compile, seconds on lavapipe).
+    for (const char* mv : {"512,16,1", "64,2,1", "32,32,1"}) {
+        setenv("TANDEM_VK_MATVEC", mv, 1);
+        auto vk = vulkan_backend();
+        unsetenv("TANDEM_VK_MATVEC");
+        if (!vk) GTEST_SKIP() << "no Vulkan backend";
+        const bool all_types = std::string(mv) == "512,16,1";
+        for (DType t : kWeightTypes)
+            for (const Shape& s : shapes) {
+                if (s.n_in % dtype_traits(t).block_elems) continue;
+                if (!all_types && t != DType::Q4_0 && t != DType::Q6_K && t != DType::F16) continue;
+                QuantWeight w(t, {s.n_in, s.n_out, 1}, uint32_t(s.n_out * 7 + s.T));
+                auto x = random_floats(size_t(s.n_in * s.T), uint32_t(s.T + 11));
+                auto r = run_both(*vk, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
+                    g.node(Op::MatMul, g.output(out, s.n_out, s.T),
+                           {g.weight(b, w), g.input(x.data(), s.n_in, s.T)});
+                });
+                EXPECT_LT(nmse(r.vulkan, exact_matmul(w, x, s.T)), 1e-9)
+                    << mv << " " << dtype_name(t) << " " << s.n_in << "x" << s.n_out
+                    << " T=" << s.T;
+                // The CPU backend quantises activations to q8 for integer weight types.
+                const double cpu_tol = t == DType::F32                       ? 1e-10
+                                       : t == DType::F16 || t == DType::BF16 ? 1e-8
+                                                                             : 2e-4;
+                EXPECT_LT(nmse(r.vulkan, as_double(r.cpu)), cpu_tol)
+                    << mv << " " << dtype_name(t) << " " << s.n_in << "x" << s.n_out
+                    << " T=" << s.T;
+            }
     }
 }
 
