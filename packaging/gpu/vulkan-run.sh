@@ -114,21 +114,25 @@ for q in $TYPES; do
       -p 512 -n 32 > /dev/null 2> "$TMP/profile-$q.txt"
   fi
   if [ "${VK_RUN_SWEEP:-1}" = 1 ] && [ "$q" = "${TYPES%% *}" ]; then
-    # decode speed by matvec shape (TANDEM_VK_MATVEC=workgroup,rows per workgroup)
-    for mv in 128,2 128,4 256,4 256,8 512,16; do
+    # decode speed by matvec shape (TANDEM_VK_MATVEC=workgroup,rows per workgroup[,direct]:
+    # direct 1 = matvec_direct.comp, 0 = matvec.comp with activations staged in shared memory)
+    for mv in 256,8,0 512,16,0 128,4,1 256,8,1 512,16,1 1024,32,1; do
       TANDEM_VK_MATVEC=$mv timeout 60 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan \
         --ctx 256 -p 0 -n 64 --json > "$TMP/sweep-$mv.json" 2>/dev/null
       echo "$mv $(json_num decode_tok_s "$TMP/sweep-$mv.json") $(json_num decode_gb_s "$TMP/sweep-$mv.json")" >> "$TMP/sweep.txt"
     done
-    # the step as one command buffer (no pieces queued while recording)
-    TANDEM_VK_SPLIT=0 timeout 60 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan \
-      --ctx 256 -p 0 -n 64 --json > "$TMP/sweep-split0.json" 2>/dev/null
-    echo "256,8+SPLIT=0 $(json_num decode_tok_s "$TMP/sweep-split0.json") $(json_num decode_gb_s "$TMP/sweep-split0.json")" >> "$TMP/sweep.txt"
+    # default shape with one switch off each: cached command buffers (re-recorded every step),
+    # split-K attention (one workgroup per head), at a 1024-token context after pp512
+    for sw in TANDEM_VK_CACHE=0 TANDEM_VK_SPLITK=0 TANDEM_VK_NONE=0; do
+      env "$sw" timeout 60 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan \
+        --ctx 1024 -p 512 -n 64 --json > "$TMP/sweep-$sw.json" 2>/dev/null
+      echo "default+$sw,pp512 $(json_num decode_tok_s "$TMP/sweep-$sw.json") $(json_num decode_gb_s "$TMP/sweep-$sw.json")" >> "$TMP/sweep.txt"
+    done
   fi
   [ $(( $(date +%s) - t_start )) -gt 420 ] && { echo "(stopping: time budget)"; break; }
 done
 if [ -s "$TMP/sweep.txt" ]; then
-  section "Decode by matvec shape (${TYPES%% *}, tg64; default 256,8; SPLIT=0: one command buffer per step)"
+  section "Decode by matvec shape (${TYPES%% *}, tg64; default on discrete GPUs 512,16,1; default+X: one switch off, after pp512; TANDEM_VK_NONE=0 is the default itself)"
   printf '| TANDEM_VK_MATVEC | tok/s | GB/s |\n|---|---|---|\n'
   awk '{printf "| %s | %.1f | %.1f |\n", $1, $2, $3}' "$TMP/sweep.txt"
 fi
