@@ -2,20 +2,22 @@
 # The HIP backend's run on a lent NVIDIA GPU host (through the CUDA compatibility path), from a
 # bundle made by packaging/gpu/bundle.sh (binaries built with -DTANDEM_HIP_PLATFORM=nvidia
 # -DTANDEM_CUDA_ARCHS=90):
-#   1. the HIP op tests (per-op NMSE printed) and the engine's backend-op suite on hip,
+#   1. the op suite (test-backend-ops) on hip: per-case and worst-per-op NMSE printed,
 #   2. the hf-tiny logits/greedy tests on hip,
 #   3. tandem-cli bench on synthetic llama-3.1-8b-shaped models (Q4_0, Q4_K, Q8_0: pp512, tg128,
 #      achieved GB/s, the device's D2D copy bandwidth) on --backend hip and --backend vulkan,
-#      and a table with the HIP/Vulkan ratios.
+#      and a table with the HIP/Vulkan ratios,
+#   4. the per-node GPU time profile of Q4_0 decode (TANDEM_HIP_PROFILE=1: op, calls, us, share,
+#      GB/s of the matvecs) into the summary.
 # Usage: hip-run.sh BUNDLE_DIR [OUT_DIR]     (about 4-6 minutes on an H100)
-# Environment: HIP_RUN_STAGES="tests models bench" (default: all), HIP_RUN_TYPES="q4_0 q4_k q8_0"
+# Environment: HIP_RUN_STAGES="tests models bench profile" (default: all), HIP_RUN_TYPES="q4_0 q4_k q8_0"
 # (q4_k_m: f16 synth + tandem-cli quantize, ~1-2 min more),
 # HIP_RUN_MODELS=/tmp (where the synthetic GGUFs are written; ~18 GB),
 # HIP_RUN_BACKENDS="hip hip-eager vulkan" (hip-eager: step graphs off, first type only).
 set -uo pipefail
 BUNDLE="$(cd "${1:?usage: hip-run.sh BUNDLE_DIR [OUT_DIR]}" && pwd)"
 OUT="${2:-${OUT:-$PWD/hip-run-out}}"
-STAGES="${HIP_RUN_STAGES:-tests models bench}"
+STAGES="${HIP_RUN_STAGES:-tests models bench profile}"
 TYPES="${HIP_RUN_TYPES:-q4_0 q4_k q8_0}"
 BACKENDS="${HIP_RUN_BACKENDS:-hip hip-eager vulkan}"
 MODELS="${HIP_RUN_MODELS:-/tmp}"
@@ -29,20 +31,14 @@ nvidia-smi --query-gpu=name,memory.total,clocks.max.memory --format=csv 2>&1 | t
 run tandem-cli devices 2>&1 | tee -a "$OUT/summary.md"
 
 if [[ " $STAGES " == *" tests "* ]]; then
-  note "HIP op tests (test-hip: HipOps, HipAttention, HipMoe, HipCollective)"
-  run test-hip --gtest_filter='HipOps.*:HipAttention.*:HipMoe.*:HipCollective.*' \
-    --gtest_output="xml:$OUT/test-hip-ops.xml" >"$OUT/test-hip-ops.log" 2>&1 || status=1
-  grep -E '^\[  (PASSED|FAILED|  SKIPPED) |^\[  FAILED  \]|nmse [0-9]' "$OUT/test-hip-ops.log" |
-    awk '/nmse/ { split($0, a, "nmse "); k = /vs cpu/ ? "cpu" : "ref"
-                  if (a[2] + 0 >= worst[k]) { worst[k] = a[2] + 0; w[k] = $0 }; next }
-         { print }
-         END { if ("ref" in w) print "largest NMSE vs double references:" w["ref"]
-               if ("cpu" in w) print "largest NMSE vs the CPU backend:  " w["cpu"] }' |
-    tee -a "$OUT/summary.md"
-  note "engine backend-op suite on hip (test-backend-ops)"
-  TANDEM_TEST_BACKENDS=hip run test-backend-ops --gtest_filter='*hip*' \
+  note "op suite on hip (test-backend-ops: every op vs double references and the CPU backend)"
+  TANDEM_TEST_BACKENDS=hip run test-backend-ops --gtest_output="xml:$OUT/test-backend-ops.xml" \
     >"$OUT/test-backend-ops.log" 2>&1 || status=1
-  grep -E '^\[  (PASSED|FAILED) |^\[  FAILED  \]' "$OUT/test-backend-ops.log" | tee -a "$OUT/summary.md"
+  grep -E '^\[  (PASSED|FAILED|  SKIPPED) |^\[  FAILED  \]' "$OUT/test-backend-ops.log" |
+    tee -a "$OUT/summary.md"
+  # The worst NMSE per op (vs f64, vs cpu) is the table after "NMSE per op and backend".
+  sed -n '/^NMSE per op and backend/,$p' "$OUT/test-backend-ops.log" | grep -E '^(NMSE|\|)' |
+    tee -a "$OUT/summary.md"
 fi
 
 if [[ " $STAGES " == *" models "* ]]; then
@@ -113,6 +109,15 @@ if [[ " $STAGES " == *" bench "* ]]; then
           'BEGIN { printf "| %s | %.2f | %.2f |\n", q, (vp > 0 ? hp / vp : 0), (vt > 0 ? ht / vt : 0) }'
     done
   } | tee -a "$OUT/summary.md"
+fi
+if [[ " $STAGES " == *" profile "* ]]; then
+  note "profile: Q4_0 decode, GPU time per node (TANDEM_HIP_PROFILE=1, graphs off)"
+  model="$MODELS/l8b-q4_0.gguf"
+  [ -f "$model" ] || run tandem-cli synth --like llama-3.1-8b --type q4_0 -o "$model" >/dev/null
+  TANDEM_HIP_PROFILE=1 timeout 150 "$BUNDLE/env.sh" tandem-cli bench -m "$model" --backend hip \
+    -p 0 -n 32 >"$OUT/profile-q4_0.out" 2>"$OUT/profile-q4_0.err" || status=1
+  sed -n '/^hip profile/,$p' "$OUT/profile-q4_0.err" | grep -E '^(hip profile|\|)' |
+    tee -a "$OUT/summary.md"
 fi
 note "done (status $status)"
 exit $status

@@ -61,6 +61,8 @@ TEST_P(MoeOps, RouteAndExperts) {
             for (int j = 0; j < k; ++j) {
                 const auto [e, w] = r[size_t(j)];
                 EXPECT_EQ(route[t * 2 * k + 2 * j], float(e)) << "token " << t << " slot " << j;
+                EXPECT_NEAR(route[t * 2 * k + 2 * j + 1], w, 1e-6)
+                    << "token " << t << " slot " << j;
                 route_ref[t * 2 * k + 2 * j] = e;
                 route_ref[t * 2 * k + 2 * j + 1] = w;
                 const int le = e - c.first_expert;

@@ -1,0 +1,102 @@
+// What only the Vulkan backend has (the ops themselves are in tests/backend-ops, which runs
+// every op on every backend): the matvec specialisations picked by TANDEM_VK_MATVEC with the
+// tiled kernel off, weights imported in place (TANDEM_VK_IMPORT), the measured copy bandwidth
+// and the per-op GPU time table of TANDEM_VK_PROFILE=1.
+#include <cstdio>
+#include <cstdlib>
+
+#include "../backend-ops/op_references.h"
+#include "vk_test_support.h"
+
+namespace tandem::test {
+namespace {
+
+// Restores an environment variable when the test ends.
+struct ScopedEnv {
+    std::string name;
+    ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+    ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+// Quantised weights against f32 activations: the kernels' float sums differ from the double
+// reference by rounding only. The CPU backend quantises activations to q8 for block types.
+double cpu_tolerance(DType t) {
+    return t == DType::F32 ? 1e-10 : (t == DType::F16 || t == DType::BF16) ? 1e-8 : 2e-4;
+}
+
+TEST(VulkanKernelVariants, OtherMatvecSpecialisations) {
+    for (const char* mv : {"64,4", "64,1", "32,32"}) {
+        ScopedEnv env("TANDEM_VK_MATVEC", mv);
+        ScopedEnv no_tiled("TANDEM_VK_TILED", "0");
+        TANDEM_VULKAN_OR_SKIP(vk);
+        for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                        DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
+            for (auto [n_in, n_out, T] :
+                 {std::tuple<int64_t, int64_t, int64_t>{2304, 67, 1}, {512, 33, 11}}) {
+                if (n_in % dtype_traits(t).block_elems) continue;
+                QuantWeight w(t, {n_in, n_out, 1}, uint32_t(n_out * 13 + T));
+                auto x = random_floats(size_t(n_in * T), uint32_t(T + 5));
+                auto r = run_both(*vk, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
+                    g.node(Op::MatMul, g.output(out, n_out, T),
+                           {g.weight(b, w), g.input(x.data(), n_in, T)});
+                });
+                const double e_exact = nmse(r.vulkan, ref_matmul(w, x, T));
+                const double e_cpu = nmse(r.vulkan, as_double(r.cpu));
+                std::printf("| matvec %s | %s | %lld x %lld | T=%lld | %.2e | %.2e |\n", mv,
+                            std::string(dtype_name(t)).c_str(), static_cast<long long>(n_out),
+                            static_cast<long long>(n_in), static_cast<long long>(T), e_exact,
+                            e_cpu);
+                EXPECT_LT(e_exact, 1e-9) << mv << " " << dtype_name(t) << " T=" << T;
+                EXPECT_LT(e_cpu, cpu_tolerance(t)) << mv << " " << dtype_name(t) << " T=" << T;
+            }
+    }
+}
+
+TEST(VulkanKernelVariants, CopyBandwidthIsMeasured) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    const double bw = vk->copy_bandwidth();
+    std::printf("vulkan copy bandwidth: %.1f GB/s on %s\n", bw / 1e9, vk->device().name.c_str());
+    // Any real device copies faster than 100 MB/s and slower than 100 TB/s.
+    EXPECT_GT(bw, 1e8);
+    EXPECT_LT(bw, 1e14);
+    EXPECT_EQ(vk->copy_bandwidth(), bw);  // measured once
+}
+
+TEST(VulkanKernelVariants, ProfileModePrintsGpuTimePerOp) {
+    ScopedEnv env("TANDEM_VK_PROFILE", "1");
+    TANDEM_VULKAN_OR_SKIP(vk);
+    QuantWeight w(DType::Q4_0, {256, 40, 1}, 1);
+    auto x = random_floats(256 * 2, 2);
+    OpGraph g;
+    std::vector<float> out;
+    TensorId mm = g.g.activation("h", 40, 2);
+    g.node(Op::MatMul, mm, {g.weight(*vk, w), g.input(x.data(), 256, 2)});
+    g.node(Op::Scale, g.output(out, 40, 2), {mm}, {0, 0, 0, 0}, {2.0f, 0});
+    testing::internal::CaptureStderr();
+    g.run(*vk);
+    vk.reset();  // the table is printed when the backend goes
+    const std::string err = testing::internal::GetCapturedStderr();
+    if (err.find("no timestamps") != std::string::npos)
+        GTEST_SKIP() << "this device's compute queue has no timestamps";
+    EXPECT_NE(err.find("| mat_mul q4_0 [256 -> 40] T>1 matvec | 1 |"), std::string::npos) << err;
+    EXPECT_NE(err.find("| scale | 1 |"), std::string::npos) << err;
+    EXPECT_NE(err.find("CPU recording per step"), std::string::npos) << err;
+}
+
+// TANDEM_VK_IMPORT=1: weights wrapped in place (VK_EXT_external_memory_host) where the device
+// allows it (lavapipe does), at an offset that is not page-aligned; the results must not change.
+TEST(VulkanKernelVariants, WeightsImportedInPlace) {
+    ScopedEnv env("TANDEM_VK_IMPORT", "1");
+    TANDEM_VULKAN_OR_SKIP(vk);
+    QuantWeight w(DType::Q6_K, {512, 37, 1}, 21);
+    auto x = random_floats(512 * 3, 22);
+    auto r = run_both(*vk, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
+        g.node(Op::MatMul, g.output(out, 37, 3), {g.weight(b, w), g.input(x.data(), 512, 3)});
+    });
+    EXPECT_LT(nmse(r.vulkan, ref_matmul(w, x, 3)), 1e-9);
+    if (vk->weight_bytes() != 0)
+        GTEST_SKIP() << "this device copied the weight (no VK_EXT_external_memory_host import)";
+}
+
+}  // namespace
+}  // namespace tandem::test
