@@ -1,8 +1,9 @@
-// weighted_rows_sum (attention's V pass for a group of query heads) against a double-precision
-// sum over the dequantised rows at the default level (TANDEM_QUANT_ISA=scalar runs the fallback),
-// with strided rows and odd lengths.
+// Attention's row helpers at the default level (TANDEM_QUANT_ISA=scalar runs the fallbacks):
+// weighted_rows_sum (the V pass for a group of query heads) against a double-precision sum over
+// the dequantised rows, with strided rows and odd lengths; exp_shifted_sum against std::exp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -52,6 +53,29 @@ TEST(WeightedRows, MatchesDoubleReference) {
                 }
             }
         }
+    }
+}
+
+// Softmax's exponentials: within 2 ulp of std::exp where the result is normal, 0 or tiny where
+// it underflows; the sum matches a double sum; every length (masked tails).
+TEST(ExpShiftedSum, MatchesStdExp) {
+    for (int64_t n : {1, 15, 16, 17, 100, 1000}) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j)  // from the shift down to well past underflow
+            x[j] = 3.0f -
+                   110.0f * static_cast<float>(j) / static_cast<float>(std::max<int64_t>(n - 1, 1));
+        const auto in = x;
+        const float sum = exp_shifted_sum(x.data(), n, 3.0f);
+        double ref_sum = 0;
+        for (int64_t j = 0; j < n; ++j) {
+            const float ref = std::exp(in[j] - 3.0f);
+            ref_sum += ref;
+            if (ref >= 1.2e-38f)
+                ASSERT_NEAR(x[j], ref, ref * 2.4e-7) << "n " << n << " x " << in[j];
+            else
+                ASSERT_NEAR(x[j], ref, 1.2e-38f) << "n " << n << " x " << in[j];
+        }
+        EXPECT_NEAR(sum, ref_sum, ref_sum * 1e-6) << "n " << n;
     }
 }
 

@@ -1,5 +1,6 @@
 // Row-level entry points: type dispatch and argument checks around the scalar converters.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -203,6 +204,13 @@ void weighted_rows_sum(DType t, const void* rows, size_t row_stride, int64_t n_r
         for (int k = 0; k < n_acc; ++k)
             add_scaled_row(t, base + static_cast<size_t>(j) * row_stride, w[k * w_stride + j],
                            out + k * n, n);
+}
+
+float exp_shifted_sum(float* x, int64_t n, float shift) {
+    if (use_avx512()) return avx512::exp_shifted_sum(x, n, shift);
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - shift));
+    return static_cast<float>(sum);
 }
 
 DType act_type(DType weight) {

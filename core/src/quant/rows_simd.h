@@ -29,4 +29,7 @@ void weighted_rows_f16(const void* rows, size_t row_stride, int64_t n_rows, cons
 void weighted_rows_f32(const void* rows, size_t row_stride, int64_t n_rows, const float* w,
                        int64_t w_stride, int n_acc, float* out, int64_t n);
 
+// exp_shifted_sum (quant.h).
+float exp_shifted_sum(float* x, int64_t n, float shift);
+
 }  // namespace tandem::quant::avx512

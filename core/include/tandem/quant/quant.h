@@ -46,6 +46,11 @@ void add_scaled_row(DType t, const void* src, float w, float* acc, int64_t n);
 void weighted_rows_sum(DType t, const void* rows, size_t row_stride, int64_t n_rows, const float* w,
                        int64_t w_stride, int n_acc, float* out, int64_t n);
 
+// x[j] = exp(x[j] - shift) for j < n; returns their sum (softmax's numerator and denominator).
+// AVX-512: a polynomial exp within 2 ulp of std::exp (and 0 where that underflows), the sum in
+// float lanes; otherwise std::exp and a double sum.
+float exp_shifted_sum(float* x, int64_t n, float shift);
+
 // ---- Activation formats -----------------------------------------------------------------------
 // The activation format a weight type's dot product consumes: DType::F32, Q8_0, Q8_1 or Q8_K.
 DType act_type(DType weight);

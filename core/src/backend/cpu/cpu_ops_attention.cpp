@@ -50,9 +50,7 @@ void op_attention(ThreadPool& pool, CpuWorkspace& ws, const float* q, int64_t n_
         for (int64_t k = 0; k < hpt; ++k) {
             float* sk = scores + k * n;
             const float mx = *std::max_element(sk, sk + n);
-            double sum = 0;
-            for (int64_t j = 0; j < n; ++j) sum += (sk[j] = std::exp(sk[j] - mx));
-            const float inv = static_cast<float>(1.0 / sum);
+            const float inv = 1.0f / quant::exp_shifted_sum(sk, n, mx);
             for (int64_t j = 0; j < n; ++j) sk[j] *= inv;
         }
         const uint8_t* v0 = v_cache + static_cast<size_t>(lo) * kv_row + kvh * head_bytes;
