@@ -14,26 +14,13 @@ class TimedTransport : public Transport {
   public:
     explicit TimedTransport(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
     void send(std::span<const uint8_t> m, Millis timeout) override {
-        const int64_t t0 = now_ns();
-        try {
-            inner_->send(m, timeout);
-        } catch (...) {
-            busy_ns_ += now_ns() - t0;
-            throw;
-        }
-        busy_ns_ += now_ns() - t0;
+        Busy busy(busy_ns_);
+        inner_->send(m, timeout);
     }
     void recv(std::vector<uint8_t>& out, Millis timeout) override {
-        const int64_t t0 = now_ns();
-        try {
-            inner_->recv(out, timeout);
-        } catch (...) {
-            busy_ns_ += now_ns() - t0;
-            throw;
-        }
-        const int64_t t1 = now_ns();
-        busy_ns_ += t1 - t0;
-        last_recv_ns_ = t1;
+        Busy busy(busy_ns_);
+        inner_->recv(out, timeout);
+        last_recv_ns_ = now_ns();
     }
     void close() override { inner_->close(); }
     std::string describe() const override { return inner_->describe(); }
@@ -50,6 +37,19 @@ class TimedTransport : public Transport {
     }
 
   private:
+    // Adds the time from its construction to its end (a return or a throw) to `total`.
+    class Busy {
+      public:
+        explicit Busy(std::atomic<int64_t>& total) : total_(total), t0_(now_ns()) {}
+        ~Busy() { total_ += now_ns() - t0_; }
+        Busy(const Busy&) = delete;
+        Busy& operator=(const Busy&) = delete;
+
+      private:
+        std::atomic<int64_t>& total_;
+        int64_t t0_;
+    };
+
     std::unique_ptr<Transport> inner_;
     std::atomic<int64_t> busy_ns_{0};
     std::atomic<int64_t> last_recv_ns_{0};
