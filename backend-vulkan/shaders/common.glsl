@@ -7,10 +7,15 @@
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Floats { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Uints { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Ints { int v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Uvec4s { uvec4 v[]; };
 
 // ggml type ids (tandem::DType)
 const uint T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8,
            T_Q4_K = 12, T_Q5_K = 13, T_Q6_K = 14, T_BF16 = 30;
+// Q4_0 / Q8_0 repacked at upload on discrete GPUs (vk_repack.cpp; not ggml ids): every 8 blocks
+// become [8 f16 scales (16 bytes)][8 x 16 (Q4_0) or 32 (Q8_0) quant bytes], 144 / 272 bytes,
+// the same size as the 8 blocks, so rows keep their length and 16-byte alignment.
+const uint T_Q4_0R = 102, T_Q8_0R = 108;
 
 uint rd_u8(Uints w, uint off) { return (w.v[off >> 2] >> ((off & 3u) * 8u)) & 0xFFu; }
 uint rd_u16(Uints w, uint off) { return (w.v[off >> 2] >> ((off & 2u) * 8u)) & 0xFFFFu; }
@@ -38,6 +43,14 @@ float dq(uint t, Uints w, uint ro, uint i) {
     if (t == T_Q8_0) {
         uint b = ro + (i >> 5) * 34u;
         return rd_f16(w, b) * float(rd_i8(w, b + 2u + (i & 31u)));
+    }
+    if (t == T_Q4_0R || t == T_Q8_0R) {
+        const uint sb = ro + (i >> 8) * (t == T_Q4_0R ? 144u : 272u), blk = (i >> 5) & 7u, j = i & 31u;
+        const float d = rd_f16(w, sb + 2u * blk);
+        if (t == T_Q8_0R) return d * float(rd_i8(w, sb + 16u + blk * 32u + j));
+        uint q = rd_u8(w, sb + 16u + blk * 16u + (j & 15u));
+        q = j < 16u ? (q & 15u) : (q >> 4);
+        return d * (float(q) - 8.0);
     }
     if (t == T_Q4_0 || t == T_Q4_1) {
         uint j = i & 31u;

@@ -38,6 +38,27 @@ void dq_group(uint t, Uints w, uint ro, uint g, out float v[32]) {
             [[unroll]] for (uint i = 0u; i < 4u; ++i)
                 v[4u * k + i] = d * float((q << (24 - 8 * int(i))) >> 24);
         }
+    } else if (t == T_Q4_0R || t == T_Q8_0R) {
+        // Repacked (common.glsl): the group's quants are one (Q4_0) or two (Q8_0) 16-byte loads.
+        const uint sb = ro + (g >> 3) * (t == T_Q4_0R ? 144u : 272u), blk = g & 7u;
+        const vec2 dd = unpackHalf2x16(w.v[(sb >> 2) + (blk >> 1)]);
+        const float d = (blk & 1u) != 0u ? dd.y : dd.x;
+        if (t == T_Q4_0R) {
+            const uvec4 q = Uvec4s(w).v[(sb + 16u + blk * 16u) >> 4];
+            [[unroll]] for (uint k = 0u; k < 4u; ++k)
+                [[unroll]] for (uint i = 0u; i < 4u; ++i) {
+                    v[4u * k + i] = d * (float((q[k] >> (8u * i)) & 15u) - 8.0);
+                    v[4u * k + i + 16u] = d * (float((q[k] >> (8u * i + 4u)) & 15u) - 8.0);
+                }
+        } else {
+            const uint a = (sb + 16u + blk * 32u) >> 4;
+            const uvec4 q0 = Uvec4s(w).v[a], q1 = Uvec4s(w).v[a + 1u];
+            [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+                const int q = int(k < 4u ? q0[k] : q1[k - 4u]);
+                [[unroll]] for (uint i = 0u; i < 4u; ++i)
+                    v[4u * k + i] = d * float((q << (24 - 8 * int(i))) >> 24);
+            }
+        }
     } else if (t == T_Q4_0 || t == T_Q4_1 || t == T_Q5_0 || t == T_Q5_1) {
         // block: d (f16), [m (f16)], [qh (32 bits)], qs[16]: element j<16 is the low nibble of
         // byte j, element j+16 the high nibble; qh bit j is element j's fifth bit.

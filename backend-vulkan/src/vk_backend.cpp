@@ -11,6 +11,7 @@
 #include "tandem/backend/collective.h"
 #include "tandem/common/error.h"
 #include "tandem/common/log.h"
+#include "vk_repack.h"
 
 namespace tandem::vk {
 namespace {
@@ -52,6 +53,9 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     import_weights_ = info_.type == DeviceType::IntegratedGpu;
     if (const char* imp = std::getenv("TANDEM_VK_IMPORT"))
         import_weights_ = std::string(imp) == "1";
+    // Discrete GPUs copy weights anyway, so they may as well get the 16-byte aligned layout.
+    repack_weights_ = info_.type == DeviceType::DiscreteGpu;
+    if (const char* rp = std::getenv("TANDEM_VK_REPACK")) repack_weights_ = std::string(rp) == "1";
     ctx_ = std::make_unique<Context>(pd);
     pipelines_ = std::make_unique<Pipelines>(ctx_->device());
     VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
@@ -113,13 +117,26 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host)
     dst.desc = w;
     dst.desc.data = nullptr;
     std::string why;
-    if (keep_host && import_weights_ && ctx_->import_host(w.data, w.nbytes, dst.buf, &why)) {
+    dst.repacked = repack_weights_ && repackable(w);
+    if (!dst.repacked && keep_host && import_weights_ &&
+        ctx_->import_host(w.data, w.nbytes, dst.buf, &why)) {
         ++weights_imported_;
     } else {
         // Padded: the matmul kernels read whole 32-bit words, up to 4 bytes past the end of a
         // 2-byte aligned block.
         dst.buf = ctx_->create_device_buffer(align_up(w.nbytes + 4, 4), "weight '" + w.name + "'");
-        ctx_->upload(dst.buf, 0, w.data, w.nbytes);
+        if (dst.repacked) {  // in pieces of about 64 MiB of rows
+            const uint64_t rb = row_bytes(w.type, uint64_t(w.ne[0]));
+            const uint64_t step = std::max<uint64_t>(1, (64ull << 20) / rb);
+            std::vector<uint8_t> piece(std::min(rows, step) * rb);
+            for (uint64_t r = 0; r < rows; r += step) {
+                const uint64_t n = std::min(step, rows - r);
+                repack_rows(w, r, n, piece.data());
+                ctx_->upload(dst.buf, r * rb, piece.data(), n * rb);
+            }
+        } else {
+            ctx_->upload(dst.buf, 0, w.data, w.nbytes);
+        }
         ++weights_copied_;
         if (!why.empty()) import_refused_ = why;
     }
@@ -193,6 +210,12 @@ const WeightDesc& VulkanBackend::weight_desc(const Graph& g, TensorId id) const 
     if (d.type != t.type || d.ne != t.ne)
         throw Error("vulkan backend: weight '" + t.name + "' uploaded with another type or shape");
     return d;
+}
+
+uint32_t VulkanBackend::shader_type(const Graph& g, TensorId id) const {
+    const WeightDesc& d = weight_desc(g, id);
+    return weights_[static_cast<size_t>(g.tensor(id).slot)].repacked ? repacked_type_id(d.type)
+                                                                     : uint32_t(d.type);
 }
 
 VulkanBackend::Ref VulkanBackend::ref(const Graph& g, TensorId id) const {

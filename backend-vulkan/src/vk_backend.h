@@ -71,6 +71,7 @@ class VulkanBackend final : public Backend {
         WeightDesc desc;
         Buffer buf;
         std::vector<float> host_f32;  // small f32 weights (rope frequency factors) for the host
+        bool repacked = false;        // vk_repack.h layout (Q4_0 / Q8_0 on discrete GPUs)
     };
     // The command buffers one graph was recorded into, replayed by later steps with the same
     // graph (every decode token): per-step values come from StepParams and the io buffer, so
@@ -85,6 +86,8 @@ class VulkanBackend final : public Backend {
 
     Ref ref(const Graph& g, TensorId id) const;
     const WeightDesc& weight_desc(const Graph& g, TensorId id) const;
+    // The TYPE specialisation constant for a weight: its DType, or the repacked layout's id.
+    uint32_t shader_type(const Graph& g, TensorId id) const;
     void layout_io(const Graph& g, const StepIO& io);
     uint64_t place_rope_tables(const Graph& g, const StepIO& io, uint64_t at);
     void record_node(const Graph& g, const Node& n);
@@ -162,6 +165,7 @@ class VulkanBackend final : public Backend {
     uint32_t weights_imported_ = 0, weights_copied_ = 0;  // since the last allocate_kv (logged)
     std::string import_refused_;
     bool import_weights_ = false;  // try VK_EXT_external_memory_host for weights
+    bool repack_weights_ = false;  // discrete GPUs; TANDEM_VK_REPACK=1/0 forces
     Collective* collective_ = nullptr;
 };
 

@@ -209,7 +209,7 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
             const WeightDesc& w = weight_desc(g, n.src[0]);
             const Ref ids = ref(g, n.src[1]);  // host ids were checked by check_step
             RowsPush p{a.address, ids.address, y.address, u32(w.ne[0]), weight_row_bytes(w)};
-            dispatch("get_rows", {uint32_t(w.type)}, &p, sizeof p, split_x(out.rows()),
+            dispatch("get_rows", {shader_type(g, n.src[0])}, &p, sizeof p, split_x(out.rows()),
                      split_z(out.rows()), 1, {ids}, {y});
             break;
         }
@@ -228,16 +228,17 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                       bias.buffer >= 0 ? 1u : 0u};
             const MatmulPlan plan = plan_matmul(w, T);
             if (plan.tiled) {
-                dispatch("matmul_tiled", {uint32_t(w.type)}, &p, sizeof p, u32((w.ne[1] + 63) / 64),
-                         u32((T + 63) / 64), 1, {x}, {y});
+                dispatch("matmul_tiled", {shader_type(g, n.src[0])}, &p, sizeof p,
+                         u32((w.ne[1] + 63) / 64), u32((T + 63) / 64), 1, {x}, {y});
             } else {
                 const uint64_t groups = (uint64_t(w.ne[1]) + plan.rows - 1) / plan.rows;
                 // matvec_direct reads x as 16-byte words (rows of whole groups are 128 bytes).
                 const bool direct = plan.direct && x.address % 16 == 0;
-                dispatch(direct ? "matvec_direct" : "matvec",
-                         {uint32_t(w.type), plan.wg, plan.rows, plan.tok, plan.subgroup_add}, &p,
-                         sizeof p, split_x(groups), u32((T + plan.tok - 1) / plan.tok),
-                         split_z(groups), {x}, {y});
+                dispatch(
+                    direct ? "matvec_direct" : "matvec",
+                    {shader_type(g, n.src[0]), plan.wg, plan.rows, plan.tok, plan.subgroup_add}, &p,
+                    sizeof p, split_x(groups), u32((T + plan.tok - 1) / plan.tok), split_z(groups),
+                    {x}, {y});
             }
             break;
         }
@@ -341,13 +342,13 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                           weight_row_bytes(gw),
                           weight_row_bytes(uw),
                           u32(n.i[1])};
-            dispatch("moe_gate_up", {uint32_t(gw.type), uint32_t(uw.type)}, &gp, sizeof gp,
-                     split_x(n_ff), u32(T * k), split_z(n_ff), {a, route}, {h});
+            dispatch("moe_gate_up", {shader_type(g, n.src[2]), shader_type(g, n.src[3])}, &gp,
+                     sizeof gp, split_x(n_ff), u32(T * k), split_z(n_ff), {a, route}, {h});
             DownPush dp{down.address,  h.address,           route.address, y.address,
                         u32(n_ff),     u32(n_embd),         u32(k),        u32(n.i[0]),
                         u32(dw.ne[2]), weight_row_bytes(dw)};
-            dispatch("moe_down", {uint32_t(dw.type)}, &dp, sizeof dp, split_x(n_embd), u32(T),
-                     split_z(n_embd), {h, route}, {y});
+            dispatch("moe_down", {shader_type(g, n.src[4])}, &dp, sizeof dp, split_x(n_embd),
+                     u32(T), split_z(n_embd), {h, route}, {y});
             break;
         }
     }

@@ -2,7 +2,8 @@
 // (registers + vector loads, and the strided fallback past 8192), decode steps replayed from
 // cached command buffers while n_past grows (and with other graphs in between), split-K decode
 // attention (many chunks, odd lengths, GQA, sliding window, softcap, f16/f32 cache), and the
-// direct matvec (activations read from memory, no shared staging) for every weight type.
+// direct matvec (activations read from memory, no shared staging) for every weight type, and
+// Q4_0 / Q8_0 weights repacked at upload (TANDEM_VK_REPACK=1) through every kernel reading them.
 #include <cstdlib>
 #include <tuple>
 
@@ -212,6 +213,47 @@ TEST(VulkanSpeedPaths, DirectMatvecEveryType) {
                     << mv << " " << dtype_name(t) << " " << s.n_in << "x" << s.n_out
                     << " T=" << s.T;
             }
+    }
+}
+
+// The repacked layout (vk_repack.h) through matvec (direct and staged), the tiled kernel and
+// get_rows, against the dequantised file blocks; a row that is not whole 256-element
+// super-blocks stays in the file layout.
+TEST(VulkanSpeedPaths, RepackedWeightsEveryKernel) {
+    struct Case {
+        const char* matvec;
+        int64_t n_in, n_out, T;
+    };
+    const Case cases[] = {{"512,16,1", 2304, 37, 1},
+                          {"256,8,0", 2304, 37, 3},
+                          {"512,16,1", 512, 70, 70},  // T >= 9: the tiled kernel
+                          {"512,16,1", 96, 9, 2}};    // not repacked: 3 blocks per row
+    for (const Case& c : cases) {
+        setenv("TANDEM_VK_REPACK", "1", 1);
+        setenv("TANDEM_VK_MATVEC", c.matvec, 1);
+        auto vk = vulkan_backend();
+        unsetenv("TANDEM_VK_REPACK");
+        unsetenv("TANDEM_VK_MATVEC");
+        if (!vk) GTEST_SKIP() << "no Vulkan backend";
+        for (DType t : {DType::Q4_0, DType::Q8_0}) {
+            QuantWeight w(t, {c.n_in, c.n_out, 1}, uint32_t(c.n_out + c.T));
+            auto x = random_floats(size_t(c.n_in * c.T), uint32_t(c.T + 3));
+            std::vector<float> y, rows;
+            std::vector<int32_t> ids{0, int32_t(c.n_out - 1), int32_t(c.n_out / 2)};
+            OpGraph g;
+            const TensorId wt = g.weight(*vk, w);
+            g.node(Op::MatMul, g.output(y, c.n_out, c.T), {wt, g.input(x.data(), c.n_in, c.T)});
+            g.node(Op::GetRows, g.output(rows, c.n_in, 3),
+                   {wt, g.input(ids.data(), 3, 1, DType::I32)});
+            g.run(*vk);
+            EXPECT_LT(nmse(y, exact_matmul(w, x, c.T)), 1e-9)
+                << c.matvec << " " << dtype_name(t) << " " << c.n_in << "x" << c.n_out
+                << " T=" << c.T;
+            for (size_t r = 0; r < ids.size(); ++r)
+                for (int64_t i = 0; i < c.n_in; ++i)
+                    ASSERT_EQ(rows[r * c.n_in + i], w.values[ids[r] * c.n_in + i])
+                        << dtype_name(t) << " row " << ids[r] << " element " << i;
+        }
     }
 }
 
