@@ -48,6 +48,13 @@ __global__ void k_gated(int act, const float* gate, const float* up, int64_t n, 
     out[i] = a * up[i];
 }
 
+// One thread busy for `cycles` clocks (the profiler's hold at the start of a step).
+__global__ void k_spin(long long cycles) {
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) {
+    }
+}
+
 // grid.x = groups; block kRowBlock.
 __global__ void k_rms_norm(const float* x, const float* w, int64_t group, float eps, float* out) {
     __shared__ float sh[kRowBlock];
@@ -148,6 +155,10 @@ void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_gr
     if (n_groups > 0)
         hipLaunchKernelGGL(k_rms_norm, dim3(static_cast<unsigned>(n_groups)), dim3(kRowBlock), 0, s,
                            x, w, group, eps, out);
+}
+
+void launch_spin(long long cycles, hipStream_t s) {
+    hipLaunchKernelGGL(k_spin, dim3(1), dim3(1), 0, s, cycles);
 }
 
 void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows,

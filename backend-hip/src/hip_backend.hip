@@ -15,6 +15,7 @@
 #include "hip_buffers.h"
 #include "hip_host_ranges.h"
 #include "hip_ops.h"
+#include "hip_profile.h"
 #include "tandem/backend/collective.h"
 #include "tandem/common/error.h"
 
@@ -53,7 +54,11 @@ class HipBackend final : public Backend {
         check(hipSetDevice(info_.index), "selecting the device");
         check(hipStreamCreate(&stream_), "creating the stream");
         check(hipEventCreate(&done_), "creating the step event");
-        graphs_enabled_ = env_switch("TANDEM_HIP_GRAPHS", 1) != 0;
+        graphs_enabled_ = env_switch("TANDEM_HIP_GRAPHS", 1) != 0 && !profile_.on();
+        if (hipDeviceGetAttribute(&clock_khz_, hipDeviceAttributeClockRate, info_.index) !=
+                hipSuccess ||
+            clock_khz_ <= 0)
+            clock_khz_ = 2000000;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
     }
     ~HipBackend() override {
@@ -155,6 +160,7 @@ class HipBackend final : public Backend {
     void map_host_weights();
     void unmap_host_weights();
     void run_node(const Graph& g, const Node& n);
+    std::string profile_key(const Graph& g, const Node& n, bool decode) const;
     void check_node(const Graph& g, const Node& n) const;
     bool multi_rank() const { return collective_ && collective_->n_ranks() > 1; }
     void host_collective(const Graph& g, const Node& n);
@@ -191,6 +197,8 @@ class HipBackend final : public Backend {
     bool host_weights_ = false, host_map_stale_ = false;
     std::vector<HostRange> host_ranges_;
     double copy_bw_ = -1;
+    NodeProfile profile_{env_switch("TANDEM_HIP_PROFILE", 0) != 0};
+    int clock_khz_ = 0;  // device clock, for the profiler's spin
 };
 
 const HipBackend::Weight& HipBackend::weight_of(const Graph& g, TensorId id) const {
@@ -393,7 +401,26 @@ void HipBackend::enqueue_step(const Graph& g) {
     // n_past and the inputs are contiguous at the front: one copy.
     check(hipMemcpyAsync(io_dev_.data(), pinned, in_end_, hipMemcpyHostToDevice, stream_),
           "copying step inputs");
-    for (const Node& n : g.nodes()) run_node(g, n);
+    if (profile_.on()) {
+        // Hold the stream (about 20 us per node, enough for the host to enqueue them all), then
+        // an event between every two nodes.
+        const auto& nodes = g.nodes();
+        bool decode = true;
+        for (const Node& n : nodes)
+            if (n.op == Op::MatMul && g.tensor(n.src[1]).rows() > kMatvecMaxTokens) decode = false;
+        launch_spin(static_cast<long long>(clock_khz_) * (20 * int64_t(nodes.size()) + 1000) / 1000,
+                    stream_);
+        profile_.mark(0, stream_);
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            const Node& n = nodes[i];
+            profile_.node(i, profile_key(g, n, decode),
+                          n.op == Op::MatMul ? double(weight_of(g, n.src[0]).desc.nbytes) : 0.0);
+            run_node(g, n);
+            profile_.mark(i + 1, stream_);
+        }
+    } else {
+        for (const Node& n : g.nodes()) run_node(g, n);
+    }
     for (const GraphTensor& t : g.tensors()) {
         if (t.role != TensorRole::Output) continue;
         check(hipMemcpyAsync(pinned + out_off_[t.slot], io_dev_.data() + out_off_[t.slot],
@@ -584,6 +611,7 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     check(hipGetLastError(), "launching kernels");
     check(hipEventRecord(done_, stream_), "recording the step event");
     check(hipEventSynchronize(done_), "running the step");
+    if (profile_.on() && !exec) profile_.collect(g.nodes().size());
     const uint8_t* pinned = staging_.data();
     for (const GraphTensor& t : g.tensors())
         if (t.role == TensorRole::Output)
@@ -629,6 +657,17 @@ void HipBackend::host_collective(const Graph& g, const Node& n) {
         "copying collective output");
     // The pinned buffer is reused by the next collective of the step: wait for this copy.
     check(hipStreamSynchronize(stream_), "copying collective output");
+}
+
+// The profile table's row for a node: the op, and for matmuls the weight type and path.
+std::string HipBackend::profile_key(const Graph& g, const Node& n, bool decode) const {
+    std::string key = std::string(decode ? "decode " : "prefill ") + op_name(n.op);
+    if (n.op == Op::MatMul) {
+        const int64_t t = g.tensor(n.src[1]).rows();
+        key += " " + std::string(dtype_name(weight_of(g, n.src[0]).desc.type)) +
+               (t <= kMatvecMaxTokens ? " matvec" : " tiled");
+    }
+    return key;
 }
 
 void HipBackend::run_node(const Graph& g, const Node& n) {

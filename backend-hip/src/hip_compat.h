@@ -15,6 +15,7 @@
 #define hipSetDevice cudaSetDevice
 #define hipDeviceGetAttribute cudaDeviceGetAttribute
 #define hipDeviceAttributeIntegrated cudaDevAttrIntegrated
+#define hipDeviceAttributeClockRate cudaDevAttrClockRate
 #define hipMemGetInfo cudaMemGetInfo
 #define hipMalloc cudaMalloc
 #define hipFree cudaFree
