@@ -59,6 +59,7 @@ class HipBackend final : public Backend {
                 hipSuccess ||
             clock_khz_ <= 0)
             clock_khz_ = 2000000;
+        q8_enabled_ = env_switch("TANDEM_HIP_Q8", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
     }
     ~HipBackend() override {
@@ -128,7 +129,7 @@ class HipBackend final : public Backend {
     // Staging, step io, MoE hidden rows. (No `override`: the base declares these in newer
     // revisions of backend.h; -Wno-inconsistent-missing-override keeps both building.)
     virtual uint64_t other_bytes() const {
-        return io_dev_.size() + moe_scratch_.size() + attn_scratch_.size();
+        return io_dev_.size() + moe_scratch_.size() + attn_scratch_.size() + q8_scratch_.size();
     }
     // Bytes/s read + written by one large device-to-device copy (hipMemcpy D2D, 1 GiB or a
     // quarter of the free memory), measured once: decode's yardstick.
@@ -173,6 +174,12 @@ class HipBackend final : public Backend {
     DeviceBuffer scratch_;
     DeviceBuffer moe_scratch_;   // expert FFN hidden rows [2, n_tok * k, n_ff]
     DeviceBuffer attn_scratch_;  // split decode attention: partial (max, sum) and outputs
+    DeviceBuffer q8_scratch_;    // decode matvec input quantised to int8 blocks
+    // The matvec input q8_scratch_ holds (while enqueueing a step): consecutive matmuls of
+    // one input (q/k/v, gate/up) quantise it once; any other node forgets it.
+    const float* q8_src_ = nullptr;
+    int64_t q8_rows_ = 0, q8_cols_ = 0;
+    bool q8_enabled_ = true;
     PinnedBuffer collective_host_;
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;
@@ -401,6 +408,7 @@ void HipBackend::enqueue_step(const Graph& g) {
     // n_past and the inputs are contiguous at the front: one copy.
     check(hipMemcpyAsync(io_dev_.data(), pinned, in_end_, hipMemcpyHostToDevice, stream_),
           "copying step inputs");
+    q8_src_ = nullptr;
     if (profile_.on()) {
         // Hold the stream (about 20 us per node, enough for the host to enqueue them all), then
         // an event between every two nodes.
@@ -579,7 +587,7 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                     " scratch bytes, " + std::to_string(scratch_.size()) + " reserved");
     map_host_weights();
     // Every node is checked, and the backend's own buffers sized, before anything is enqueued.
-    uint64_t moe_floats = 0, collective_floats = 0, attn_floats = 0;
+    uint64_t moe_floats = 0, collective_floats = 0, attn_floats = 0, q8_bytes = 0;
     for (const Node& n : g.nodes()) {
         check_node(g, n);
         if (n.op == Op::MoeFfn)
@@ -587,6 +595,12 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                 moe_floats, moe_ffn_scratch_floats(g.tensor(n.out).rows(),
                                                    static_cast<int>(g.tensor(n.src[1]).cols() / 2),
                                                    g.tensor(n.src[2]).ne[1]));
+        if (n.op == Op::MatMul && q8_enabled_) {
+            const GraphTensor& x = g.tensor(n.src[1]);
+            const WeightDesc& w = weight_of(g, n.src[0]).desc;
+            if (q8_matvec_supported(w.type, w.ne[0], w.ne[1], x.rows()))
+                q8_bytes = std::max(q8_bytes, q8_act_bytes(w.ne[0], x.rows()));
+        }
         if (n.op == Op::Attention)
             attn_floats = std::max(
                 attn_floats, attention_scratch_floats(g.tensor(n.out).rows(), n.i[0], n.i[2]));
@@ -600,6 +614,10 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
         moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
     if (attn_floats * sizeof(float) > attn_scratch_.size())
         attn_scratch_ = DeviceBuffer(attn_floats * sizeof(float));
+    if (q8_bytes > q8_scratch_.size()) {
+        drop_graphs();  // captured steps point at the old buffer
+        q8_scratch_ = DeviceBuffer(q8_bytes);
+    }
     if (collective_floats) collective_host_.reserve(collective_floats * sizeof(float));
     layout_io(g, io);
     // Host collectives synchronise mid-step, which a captured graph cannot.
@@ -676,6 +694,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
     const GraphTensor& out = g.tensor(n.out);
     float* y = f32(n.out);
     const int64_t ne = out.n_elements();
+    if (n.op != Op::MatMul) q8_src_ = nullptr;
     switch (n.op) {
         case Op::Add:
         case Op::Mul:
@@ -705,6 +724,21 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
         }
         case Op::MatMul: {
             const Weight& w = weight_of(g, n.src[0]);
+            const float* x = f32(n.src[1]);
+            const int64_t rows = g.tensor(n.src[1]).rows(), n_in = w.desc.ne[0];
+            if (q8_enabled_ && q8_scratch_.size() >= q8_act_bytes(n_in, rows) &&
+                q8_matvec_supported(w.desc.type, n_in, w.desc.ne[1], rows)) {
+                if (q8_src_ != x || q8_rows_ != rows || q8_cols_ != n_in) {
+                    launch_quantize_q8(x, n_in, rows, q8_scratch_.data(), stream_);
+                    q8_src_ = x, q8_rows_ = rows, q8_cols_ = n_in;
+                }
+                if (launch_matvec_q8(w.desc.type, w.dev, n_in, w.desc.ne[1], q8_scratch_.data(),
+                                     rows, opt_f32(n.src[2]), y, stream_)) {
+                    // An output over the input would make the quantised copy stale.
+                    if (y < x + rows * n_in && x < y + ne) q8_src_ = nullptr;
+                    break;
+                }
+            }
             launch_mat_mul(w.desc.type, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
                            g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_);
             break;

@@ -1,0 +1,128 @@
+// The HIP backend's decode speed paths against independent references:
+// - the int8-activation matvec (Q4_0 Q8_0 Q4_K Q5_K Q6_K, 1-8 tokens, odd row counts, long and
+//   short rows) against (a) a double sum over the dequantised weights and the activations
+//   quantised here the way the kernel is specified (d = max|x| / 127 in float, q = round(x / d):
+//   only float rounding remains, so the bound is tight) and (b) the exact f32 product (the
+//   activation rounding, bounded like the CPU backend's q8 path) and the CPU backend (printed);
+// - the quantised input reused by consecutive matmuls of one input and redone after it changes;
+// - TANDEM_HIP_Q8=0 going back to the f32-activation kernel (exact).
+// Skips without a HIP device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "hip_test_support.h"
+
+namespace tandem::test {
+namespace {
+
+const DType kQ8Types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// x [T, n_in] as the kernel sees it: per 32 values, d = max|x| / 127 (float), q = round(x / d).
+std::vector<double> q8_activations(const std::vector<float>& x) {
+    std::vector<double> out(x.size());
+    for (size_t b = 0; b < x.size(); b += 32) {
+        float amax = 0.0f;
+        for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const float d = amax / 127.0f;
+        for (size_t i = b; i < b + 32; ++i)
+            out[i] = amax > 0.0f ? double(d) * std::nearbyint(x[i] / d) : 0.0;
+    }
+    return out;
+}
+
+// out[t, o] = sum_i W[o, i] x[t, i] in double.
+template <class X>
+std::vector<double> ref_matvec(const QuantWeight& w, const std::vector<X>& x, int64_t T) {
+    const int64_t n_in = w.ne[0], n_out = w.ne[1];
+    std::vector<double> out(static_cast<size_t>(T * n_out));
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t o = 0; o < n_out; ++o) {
+            double s = 0;
+            for (int64_t i = 0; i < n_in; ++i)
+                s += double(w.values[size_t(o * n_in + i)]) * double(x[size_t(t * n_in + i)]);
+            out[size_t(t * n_out + o)] = s;
+        }
+    return out;
+}
+
+TEST(HipSpeedPaths, Q8MatvecEveryTypeShapeAndTokenCount) {
+    TANDEM_HIP_OR_SKIP(hip);
+    // (n_in, n_out): one row, odd row counts, rows over several blocks of 128 threads' items,
+    // an 8B model's down projection length.
+    const std::tuple<int64_t, int64_t> shapes[] = {
+        {256, 1}, {256, 67}, {2304, 33}, {4096, 19}, {14336, 5}};
+    for (DType t : kQ8Types)
+        for (auto [n_in, n_out] : shapes)
+            for (int64_t T : {1, 2, 3, 5, 8}) {
+                QuantWeight w(t, {n_in, n_out, 1}, uint32_t(n_in + n_out + T));
+                // Activations with a spread of magnitudes, as after a norm.
+                auto x = random_floats(size_t(n_in * T), uint32_t(T * 31 + n_out), -2.0f, 2.0f);
+                for (size_t i = 0; i < x.size(); i += 7) x[i] *= 0.01f;
+                const OpBuilder build = [&](OpGraph& g, Backend& b, std::vector<float>& out) {
+                    g.node(Op::MatMul, g.output(out, n_out, T),
+                           {g.weight(b, w), g.input(x.data(), n_in, T)});
+                };
+                const auto r = run_both(*hip, build);
+                const std::string what = std::string(dtype_name(t)) + " " + std::to_string(n_in) +
+                                         "x" + std::to_string(n_out) + " T=" + std::to_string(T);
+                const auto xq = q8_activations(x);
+                EXPECT_LT(reported_nmse(what + " vs q8 ref", r.hip, ref_matvec(w, xq, T)), 1e-10)
+                    << what;
+                // q8 activations: relative error per value up to 1/254 of the block's max; the
+                // CPU backend's q8 path is held to the same bound.
+                EXPECT_LT(reported_nmse(what + " vs f32 ref", r.hip, ref_matvec(w, x, T)), 2e-4)
+                    << what;
+                EXPECT_LT(reported_nmse(what + " vs cpu", r.hip, as_double(r.cpu)), 2e-4) << what;
+            }
+}
+
+TEST(HipSpeedPaths, Q8InputReusedThenRequantisedAfterItChanges) {
+    TANDEM_HIP_OR_SKIP(hip);
+    const int64_t n_in = 512, n_out = 40, T = 2;
+    QuantWeight w1(DType::Q4_0, {n_in, n_out, 1}, 1), w2(DType::Q6_K, {n_in, n_out, 1}, 2);
+    auto x = random_floats(size_t(n_in * T), 3);
+    std::vector<float> y1, y2, doubled, y3;
+    OpGraph g;
+    const TensorId xt = g.input(x.data(), n_in, T);
+    const TensorId wt1 = g.weight(*hip, w1), wt2 = g.weight(*hip, w2);
+    g.node(Op::MatMul, g.output(y1, n_out, T), {wt1, xt});
+    g.node(Op::MatMul, g.output(y2, n_out, T), {wt2, xt});  // the same quantised input
+    const TensorId dt = g.output(doubled, n_in, T);
+    g.node(Op::Add, dt, {xt, xt});
+    g.node(Op::MatMul, g.output(y3, n_out, T), {wt1, dt});  // quantised again
+    g.run(*hip);
+    std::vector<float> x2(x.size());
+    for (size_t i = 0; i < x.size(); ++i) x2[i] = x[i] + x[i];
+    EXPECT_LT(reported_nmse("q4_0 of x", y1, ref_matvec(w1, q8_activations(x), T)), 1e-10);
+    EXPECT_LT(reported_nmse("q6_k of x (reused)", y2, ref_matvec(w2, q8_activations(x), T)), 1e-10);
+    EXPECT_LT(
+        reported_nmse("q4_0 of x + x (requantised)", y3, ref_matvec(w1, q8_activations(x2), T)),
+        1e-10);
+}
+
+TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
+    ::setenv("TANDEM_HIP_Q8", "0", 1);
+    auto hip = hip_backend();
+    ::unsetenv("TANDEM_HIP_Q8");
+    if (!hip)
+        GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
+    for (DType t : kQ8Types) {
+        QuantWeight w(t, {512, 21, 1}, 9);
+        auto x = random_floats(512 * 3, 4);
+        OpGraph g;
+        std::vector<float> y;
+        g.node(Op::MatMul, g.output(y, 21, 3), {g.weight(*hip, w), g.input(x.data(), 512, 3)});
+        g.run(*hip);
+        EXPECT_LT(
+            reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matvec(w, x, 3)),
+            1e-10);
+    }
+}
+
+}  // namespace
+}  // namespace tandem::test
