@@ -22,25 +22,34 @@ PublicKeys read_keys(WireReader& r) {
     k.kx_pk = r.fixed<32>("x25519 key");
     return k;
 }
-}  // namespace
-
-std::vector<uint8_t> encode(const PairHello& m) {
-    WireWriter w;
-    w.u8(kHello);
+// Hello and reply open alike: who speaks (version, keys, name) and its nonce.
+template <class M>
+void write_intro(WireWriter& w, uint8_t type, const M& m) {
+    w.u8(type);
     w.u32(m.protocol_version);
     write_keys(w, m.keys);
     w.str8(m.name, "name");
     w.bytes(m.nonce);
+}
+template <class M>
+void read_intro(WireReader& r, uint8_t type, M& m) {
+    expect_type(r, type);
+    m.protocol_version = r.u32("protocol_version");
+    m.keys = read_keys(r);
+    m.name = r.str8("name");
+    m.nonce = r.fixed<32>("nonce");
+}
+}  // namespace
+
+std::vector<uint8_t> encode(const PairHello& m) {
+    WireWriter w;
+    write_intro(w, kHello, m);
     return w.take();
 }
 
 std::vector<uint8_t> encode(const PairReply& m) {
     WireWriter w;
-    w.u8(kReply);
-    w.u32(m.protocol_version);
-    write_keys(w, m.keys);
-    w.str8(m.name, "name");
-    w.bytes(m.nonce);
+    write_intro(w, kReply, m);
     w.bytes(m.point);
     return w.take();
 }
@@ -62,24 +71,16 @@ std::vector<uint8_t> encode(const PairResult& m) {
 
 PairHello parse_pair_hello(std::span<const uint8_t> body) {
     WireReader r(body, "pairing hello");
-    expect_type(r, kHello);
     PairHello m;
-    m.protocol_version = r.u32("protocol_version");
-    m.keys = read_keys(r);
-    m.name = r.str8("name");
-    m.nonce = r.fixed<32>("nonce");
+    read_intro(r, kHello, m);
     r.expect_end();
     return m;
 }
 
 PairReply parse_pair_reply(std::span<const uint8_t> body) {
     WireReader r(body, "pairing reply");
-    expect_type(r, kReply);
     PairReply m;
-    m.protocol_version = r.u32("protocol_version");
-    m.keys = read_keys(r);
-    m.name = r.str8("name");
-    m.nonce = r.fixed<32>("nonce");
+    read_intro(r, kReply, m);
     m.point = r.fixed<32>("point");
     r.expect_end();
     return m;
