@@ -1,5 +1,6 @@
 #include "tandem/common/error.h"
 #include "tandem/engine/model.h"
+#include "tandem/engine/shard_split.h"
 
 namespace tandem::engine {
 
@@ -22,12 +23,13 @@ std::pair<int64_t, int64_t> split(int64_t total, int rank, int n, int64_t align)
 }
 }  // namespace
 
-ShardSpec ShardSpec::even(const HParams& hp, int rank, int n, int64_t ff_align) {
+void check_split(const HParams& hp, int rank, int n, int64_t heads, const char* heads_what,
+                 int64_t ff_align) {
     if (n < 1 || rank < 0 || rank >= n)
         throw Error("shard: rank " + std::to_string(rank) + " of " + std::to_string(n) +
                     " invalid");
-    if (hp.n_kv_head < n)
-        throw Error("shard: " + std::to_string(hp.n_kv_head) + " KV heads cannot be split " +
+    if (heads < n)
+        throw Error("shard: " + std::to_string(heads) + " " + heads_what + " cannot be split " +
                     std::to_string(n) + " ways");
     if (n > 1 && hp.n_ff > 0 && hp.n_ff / ff_align < n)
         throw Error("shard: FFN width " + std::to_string(hp.n_ff) + " has fewer than " +
@@ -35,6 +37,10 @@ ShardSpec ShardSpec::even(const HParams& hp, int rank, int n, int64_t ff_align) 
     if (hp.n_expert > 0 && hp.n_expert < n)
         throw Error("shard: " + std::to_string(hp.n_expert) + " experts cannot be split " +
                     std::to_string(n) + " ways");
+}
+
+ShardSpec ShardSpec::even(const HParams& hp, int rank, int n, int64_t ff_align) {
+    check_split(hp, rank, n, hp.n_kv_head, "KV heads", ff_align);
     ShardSpec s;
     s.rank = rank;
     s.n_ranks = n;

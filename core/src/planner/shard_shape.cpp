@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "tandem/common/error.h"
+#include "tandem/engine/shard_split.h"
 #include "tandem/engine/weight_cut.h"
 
 namespace tandem::planner {
@@ -107,20 +108,9 @@ std::vector<ByteRange> merge_ranges(std::vector<ByteRange> ranges) {
 ShardSpec shard_by_shares(const HParams& hp, int rank, const std::vector<double>& shares,
                           int64_t ff_align) {
     const int n = static_cast<int>(shares.size());
-    if (n < 1 || rank < 0 || rank >= n)
-        throw Error("shard: rank " + std::to_string(rank) + " of " + std::to_string(n) +
-                    " invalid");
     for (double s : shares)
         if (!(s > 0)) throw Error("shard: every share must be positive");
-    if (hp.n_head < n)
-        throw Error("shard: " + std::to_string(hp.n_head) + " attention heads cannot be split " +
-                    std::to_string(n) + " ways");
-    if (n > 1 && hp.n_ff > 0 && hp.n_ff / ff_align < n)
-        throw Error("shard: FFN width " + std::to_string(hp.n_ff) + " has fewer than " +
-                    std::to_string(n) + " blocks of " + std::to_string(ff_align));
-    if (hp.n_expert > 0 && hp.n_expert < n)
-        throw Error("shard: " + std::to_string(hp.n_expert) + " experts cannot be split " +
-                    std::to_string(n) + " ways");
+    engine::check_split(hp, rank, n, hp.n_head, "attention heads", ff_align);
     const auto r = static_cast<size_t>(rank);
     ShardSpec s;
     s.rank = rank;
