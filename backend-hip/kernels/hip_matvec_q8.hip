@@ -258,8 +258,9 @@ __global__ void __launch_bounds__(kQuantThreads)
 // One block of kQ8Threads per output row; out[t, row] for t < n_tok <= TM.
 template <DType T, int TM>
 __global__ void __launch_bounds__(kQ8Threads)
-    k_matvec_q8(const uint8_t* w, int64_t row_stride, int64_t n_in, int64_t n_out, const int8_t* xq,
-                const float2* xds, int n_tok, const float* bias, float* out) {
+    k_matvec_q8(const uint8_t* __restrict__ w, int64_t row_stride, int64_t n_in, int64_t n_out,
+                const int8_t* __restrict__ xq, const float2* __restrict__ xds, int n_tok,
+                const float* __restrict__ bias, float* __restrict__ out) {
     using D = Q8Dot<T>;
     __shared__ float part[kQ8Threads / kLaneGroup][TM];
     const int64_t row = blockIdx.x;
@@ -275,6 +276,8 @@ __global__ void __launch_bounds__(kQ8Threads)
 #pragma unroll
     for (int t = 0; t < TM; ++t) acc[t] = 0.0f;
     const int64_t n_items = n_in / D::kWeights * D::kItems;
+    // Two items per trip: the second item's loads issue before the first one's dots wait.
+#pragma unroll 2
     for (int64_t it = threadIdx.x; it < n_items; it += kQ8Threads)
         D::template dot<TM>(wr, it / D::kItems, int(it % D::kItems), x, n_tok, acc);
     const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;

@@ -5,7 +5,9 @@
 //   only float rounding remains, so the bound is tight) and (b) the exact f32 product (the
 //   activation rounding, bounded like the CPU backend's q8 path) and the CPU backend (printed);
 // - the quantised input reused by consecutive matmuls of one input and redone after it changes;
-// - TANDEM_HIP_Q8=0 going back to the f32-activation kernel (exact).
+// - TANDEM_HIP_Q8=0 going back to the f32-activation kernel (exact);
+// - the vectorised RMSNorm on model-sized rows (all in registers, longer rows re-read, per-head
+//   groups) against a double formula.
 // Skips without a HIP device.
 #include <gtest/gtest.h>
 
@@ -121,6 +123,34 @@ TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
         EXPECT_LT(
             reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matvec(w, x, 3)),
             1e-10);
+    }
+}
+
+TEST(HipSpeedPaths, RmsNormWideRowsAndHeads) {
+    TANDEM_HIP_OR_SKIP(hip);
+    // (cols, rows, group): 4096 = every float4 in registers, 14336 and 8196 re-read past 4096,
+    // 128-float heads, 8 tokens.
+    const std::tuple<int64_t, int64_t, int32_t> cases[] = {
+        {4096, 1, 0}, {4096, 8, 0}, {14336, 2, 0}, {8196, 3, 0}, {4096, 5, 128}, {5120, 1, 0}};
+    for (auto [cols, rows, group] : cases) {
+        const int64_t len = group ? group : cols;
+        auto x = random_floats(size_t(cols * rows), uint32_t(cols + rows), -3, 3);
+        QuantWeight w(DType::F32, {len, 1, 1}, 4);
+        const OpBuilder build = [&](OpGraph& g, Backend& b, std::vector<float>& out) {
+            g.node(Op::RmsNorm, g.output(out, cols, rows),
+                   {g.input(x.data(), cols, rows), g.weight(b, w)}, {group, 0, 0, 0}, {1e-5f, 0});
+        };
+        std::vector<double> ref(x.size());
+        for (int64_t s = 0; s < cols * rows / len; ++s) {
+            double ss = 0;
+            for (int64_t i = 0; i < len; ++i) ss += double(x[s * len + i]) * x[s * len + i];
+            const double inv = 1.0 / std::sqrt(ss / double(len) + 1e-5);
+            for (int64_t i = 0; i < len; ++i) ref[s * len + i] = x[s * len + i] * inv * w.values[i];
+        }
+        const auto r = run_both(*hip, build);
+        const std::string what = "rms_norm " + std::to_string(cols) + "x" + std::to_string(rows) +
+                                 " group " + std::to_string(group);
+        EXPECT_LT(reported_nmse(what, r.hip, ref), 1e-12) << what;
     }
 }
 
