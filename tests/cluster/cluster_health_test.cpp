@@ -24,19 +24,6 @@ const char* kSecret = "cluster-health-secret";
 // takes, so the delayed and the plain group cannot be confused.
 constexpr microseconds kDelay{10000};
 
-std::vector<std::string> node_args(const std::string& cache) {
-    return {"serve",
-            "--static-only",
-            "--cluster-port",
-            "0",
-            "--cluster-secret",
-            kSecret,
-            "--threads",
-            "1",
-            "--shard-cache",
-            cache};
-}
-
 net::ClusterOptions options(const std::string& node, microseconds delay) {
     net::ClusterOptions co;
     co.nodes = {node};
@@ -109,7 +96,7 @@ void expect_consistent(const Observed& run) {
 TEST(ClusterHealth, FollowsTheInjectedLinkDelayAndIsNeutralOutsideAGroup) {
     auto path = tiny_gguf("llama-tiny");
     if (!path) GTEST_SKIP() << "fixture not found: hf-tiny/llama-tiny";
-    NodeProcess node(node_args(temp_dir("health-cache").string()), "cluster port ");
+    NodeProcess node(static_node_args(kSecret, temp_dir("health-cache").string()), "cluster port ");
     ASSERT_TRUE(node.port()) << "node did not start";
 
     Observed plain;

@@ -27,25 +27,6 @@ namespace {
 const char* kSecret = "cluster-test-secret";
 const char* kModels[] = {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen3moe-tiny", "gemma3-tiny"};
 
-std::vector<std::string> static_node_args(const std::string& cache,
-                                          const std::string& models = "") {
-    std::vector<std::string> a = {"serve",
-                                  "--static-only",
-                                  "--cluster-port",
-                                  "0",
-                                  "--cluster-secret",
-                                  kSecret,
-                                  "--threads",
-                                  "1",
-                                  "--shard-cache",
-                                  cache};
-    if (!models.empty()) {
-        a.push_back("--models");
-        a.push_back(models);
-    }
-    return a;
-}
-
 net::ClusterOptions options(std::vector<std::string> nodes, std::vector<double> shares) {
     net::ClusterOptions co;
     co.nodes = std::move(nodes);
@@ -86,9 +67,10 @@ class ClusterNodes : public ::testing::Test {
             std::filesystem::create_hard_link(*tiny_gguf(m), dir / tiny_gguf(m)->filename());
         const auto models = dir.string();
         // Node A has every model file; node B has none (its shards are streamed, then cached).
-        a_ = new NodeProcess(static_node_args((temp_dir("cache-a")).string(), models),
+        a_ = new NodeProcess(static_node_args(kSecret, (temp_dir("cache-a")).string(), models),
                              "cluster port ");
-        b_ = new NodeProcess(static_node_args((temp_dir("cache-b")).string()), "cluster port ");
+        b_ = new NodeProcess(static_node_args(kSecret, (temp_dir("cache-b")).string()),
+                             "cluster port ");
     }
     static void TearDownTestSuite() {
         delete a_;
@@ -237,15 +219,15 @@ void kill_mid_generation(const std::string& model, std::vector<NodeProcess*> nod
 TEST(ClusterFaults, KilledNodeFailsTheStepAndTheNextRequestRunsLocally) {
     auto path = tiny_gguf("llama-tiny");
     if (!path) GTEST_SKIP() << "fixture not found: hf-tiny/llama-tiny";
-    NodeProcess a(static_node_args(temp_dir("cache-k1").string()), "cluster port ");
+    NodeProcess a(static_node_args(kSecret, temp_dir("cache-k1").string()), "cluster port ");
     kill_mid_generation("llama-tiny", {&a}, &a, "running the whole model locally");
 }
 
 TEST(ClusterFaults, KilledNodeOfThreeRePlansOnTheOthers) {
     auto path = tiny_gguf("qwen2-tiny");
     if (!path) GTEST_SKIP() << "fixture not found: hf-tiny/qwen2-tiny";
-    NodeProcess a(static_node_args(temp_dir("cache-k2").string()), "cluster port ");
-    NodeProcess b(static_node_args(temp_dir("cache-k3").string()), "cluster port ");
+    NodeProcess a(static_node_args(kSecret, temp_dir("cache-k2").string()), "cluster port ");
+    NodeProcess b(static_node_args(kSecret, temp_dir("cache-k3").string()), "cluster port ");
     kill_mid_generation("qwen2-tiny", {&a, &b}, &b, "re-planned on 2 ranks");
 }
 

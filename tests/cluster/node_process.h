@@ -17,6 +17,29 @@
 
 namespace tandem::test {
 
+// Arguments of a worker in static mode (a shared secret, no pairing) on a free cluster port,
+// with one thread and its shard cache in `cache`; `models`: a folder of model files it has
+// (empty: none, every shard is streamed to it). Its port line is "cluster port ".
+inline std::vector<std::string> static_node_args(const std::string& secret,
+                                                 const std::string& cache,
+                                                 const std::string& models = "") {
+    std::vector<std::string> a = {"serve",
+                                  "--static-only",
+                                  "--cluster-port",
+                                  "0",
+                                  "--cluster-secret",
+                                  secret,
+                                  "--threads",
+                                  "1",
+                                  "--shard-cache",
+                                  cache};
+    if (!models.empty()) {
+        a.push_back("--models");
+        a.push_back(models);
+    }
+    return a;
+}
+
 class NodeProcess {
   public:
     // Starts bin/tandem-node with `args` and waits (up to 30 s) for a line starting with
