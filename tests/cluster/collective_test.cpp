@@ -152,13 +152,7 @@ TEST(Transport, ChannelAdapterAndDelayWrapperCarryMessages) {
     EXPECT_NE(slow->describe().find("simulated"), std::string::npos);
 
     // A PlainChannel pair through the adapter: the path SecureChannel takes once pairing is used.
-    net::Listener l(0, "127.0.0.1");
-    net::Socket client;
-    std::thread c([&] {
-        client = net::Socket::connect({"127.0.0.1", l.port()}, net::Millis(2000));
-    });
-    net::Socket server = l.accept(net::Millis(2000));
-    c.join();
+    auto [client, server] = net::socket_loopback_pair();
     auto ta = net::make_channel_transport(std::make_unique<net::PlainChannel>(std::move(client)));
     auto tb = net::make_channel_transport(std::make_unique<net::PlainChannel>(std::move(server)));
     ta->send(msg, net::Millis(1000));

@@ -3,8 +3,6 @@
 // allocation.
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "tandem/net/transport.h"
 
 namespace tandem::test {
@@ -16,13 +14,7 @@ struct RawPair {
 };
 
 RawPair raw_pair(size_t max_message = size_t(1) << 30) {
-    net::Listener l(0, "127.0.0.1");
-    net::Socket client;
-    std::thread c([&] {
-        client = net::Socket::connect({"127.0.0.1", l.port()}, net::Millis(2000));
-    });
-    net::Socket server = l.accept(net::Millis(2000));
-    c.join();
+    auto [client, server] = net::socket_loopback_pair();
     net::TcpOptions o;
     o.max_message = max_message;
     return {std::move(client), net::make_tcp_transport(std::move(server), o)};

@@ -66,8 +66,7 @@ std::unique_ptr<Transport> make_tcp_transport(Socket sock, const TcpOptions& opt
     return std::make_unique<TcpTransport>(std::move(sock), opts);
 }
 
-std::pair<std::unique_ptr<Transport>, std::unique_ptr<Transport>> tcp_loopback_pair(
-    const TcpOptions& opts) {
+std::pair<Socket, Socket> socket_loopback_pair() {
     Listener listener(0, "127.0.0.1");
     Socket client;
     std::thread connector([&] {
@@ -75,7 +74,13 @@ std::pair<std::unique_ptr<Transport>, std::unique_ptr<Transport>> tcp_loopback_p
     });
     Socket server = listener.accept(Millis(5000));
     connector.join();
-    if (!server.valid() || !client.valid()) throw Error("tcp_loopback_pair: could not connect");
+    if (!server.valid() || !client.valid()) throw Error("loopback pair: could not connect");
+    return {std::move(client), std::move(server)};
+}
+
+std::pair<std::unique_ptr<Transport>, std::unique_ptr<Transport>> tcp_loopback_pair(
+    const TcpOptions& opts) {
+    auto [client, server] = socket_loopback_pair();
     return {make_tcp_transport(std::move(client), opts),
             make_tcp_transport(std::move(server), opts)};
 }

@@ -51,6 +51,10 @@ std::unique_ptr<Transport> make_channel_transport(std::unique_ptr<MessageChannel
 std::unique_ptr<Transport> make_delay_transport(std::unique_ptr<Transport> inner,
                                                 std::chrono::microseconds one_way);
 
+// Two connected sockets over 127.0.0.1, {client, server} (for tests and benchmarks). Throws
+// tandem::Error when they do not connect within 5 s.
+std::pair<Socket, Socket> socket_loopback_pair();
+
 // Two connected TCP transports over 127.0.0.1 (for tests and benchmarks).
 std::pair<std::unique_ptr<Transport>, std::unique_ptr<Transport>> tcp_loopback_pair(
     const TcpOptions& opts = {});
