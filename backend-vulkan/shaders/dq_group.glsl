@@ -90,17 +90,38 @@ void dq_group(uint t, Uints w, uint ro, uint g, out float v[32]) {
         // 256-element super-block, 8 groups: d, dmin (f16), 12 bytes of 6-bit scales/mins,
         // [qh[32]: bit s of byte l is element l of group s's fifth bit], qs[128]: group s
         // uses bytes 32*(s/2)..+32, low nibbles for even s, high for odd.
+        // Super-blocks are 144 / 176 bytes (multiples of 16) and rows whole super-blocks, so
+        // with 16-byte aligned weight buffers the header (d, dmin, 12 scale bytes) is one
+        // 16-byte load and the group's 32 quant bytes (and Q5_K's 32 qh bytes) two each.
         const uint bsz = t == T_Q4_K ? 144u : 176u;
         const uint b = ro + (g >> 3) * bsz, s = g & 7u;
-        const uint dm = w.v[b >> 2];
+        Uvec4s w4 = Uvec4s(w);
+        const uvec4 hdr = w4.v[b >> 4];
+        const uint dm = hdr.x;
+        // scale_min_k4 on bytes 4..15 held in hdr.yzw
+        const uint s0 = hdr.y, s1 = hdr.z, s2 = hdr.w;
         float sc, mn;
-        scale_min_k4(w, b + 4u, s, sc, mn);
+        if (s < 4u) {
+            sc = float((s0 >> (8u * s)) & 63u);
+            mn = float((s1 >> (8u * s)) & 63u);
+        } else {
+            const uint j = s - 4u;
+            const uint e = (s2 >> (8u * j)) & 0xFFu;
+            sc = float((e & 0xFu) | (((s0 >> (8u * j)) >> 6) & 3u) << 4);
+            mn = float((e >> 4) | (((s1 >> (8u * j)) >> 6) & 3u) << 4);
+        }
         const float d = lo_f16(dm) * sc, m = hi_f16(dm) * mn;
         const uint qs_at = b + (t == T_Q4_K ? 16u : 48u) + (s >> 1) * 32u;
         const uint shift = (s & 1u) * 4u;
+        const uvec4 qa = w4.v[qs_at >> 4], qb = w4.v[(qs_at >> 4) + 1u];
+        uvec4 ha = uvec4(0u), hb = uvec4(0u);
+        if (t == T_Q5_K) {
+            ha = w4.v[(b + 16u) >> 4];
+            hb = w4.v[((b + 16u) >> 4) + 1u];
+        }
         [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-            const uint q = w.v[(qs_at >> 2) + k];
-            const uint qh = t == T_Q5_K ? w.v[((b + 16u) >> 2) + k] : 0u;
+            const uint q = k < 4u ? qa[k] : qb[k - 4u];
+            const uint qh = t == T_Q5_K ? (k < 4u ? ha[k] : hb[k - 4u]) : 0u;
             [[unroll]] for (uint i = 0u; i < 4u; ++i) {
                 uint x = (q >> (8u * i + shift)) & 15u;
                 if (t == T_Q5_K) x |= ((qh >> (8u * i + s)) & 1u) << 4;

@@ -118,7 +118,10 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host)
     dst.desc.data = nullptr;
     std::string why;
     dst.repacked = repack_weights_ && repackable(w);
-    if (!dst.repacked && keep_host && import_weights_ &&
+    // Weights in place must keep the 16-byte alignment dq_group's K-quant loads need (GGUF
+    // aligns tensor data to 32 bytes by default); else they are copied.
+    const bool aligned = reinterpret_cast<uintptr_t>(w.data) % 16 == 0;
+    if (!dst.repacked && keep_host && import_weights_ && aligned &&
         ctx_->import_host(w.data, w.nbytes, dst.buf, &why)) {
         ++weights_imported_;
     } else {
