@@ -4,6 +4,8 @@
 // (16-byte when VEC4) before using any, keeps the values in registers for the scaling pass
 // (x is read once), and the sum is reduced with subgroupAdd plus one shared slot per subgroup.
 // Rows longer than WG * 4 * NREG fall back to a strided loop that reads x twice.
+// ADD: the residual add before the norm in the same dispatch (one barrier and dispatch less per
+// add): x = x + b is written to s, then normalised.
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
@@ -11,7 +13,11 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint SUBGROUP_ADD = 0;  // 1: the device has subgroup arithmetic
 layout(constant_id = 2) const uint VEC4 = 0;          // 1: group % 4 == 0 (16-byte aligned rows)
-layout(push_constant) uniform P { Floats x; Floats w; Floats y; uint group; uint n_groups; float eps; uint has_w; } p;
+layout(constant_id = 3) const uint ADD = 0;           // 1: s = x + b, y = norm(s)
+layout(push_constant) uniform P {
+    Floats x; Floats w; Floats y; Floats b; Floats s;
+    uint group; uint n_groups; float eps; uint has_w;
+} p;
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 const uint NREG = 8u;  // vec4 registers per invocation: rows up to WG * 32 floats in one read
 shared float red[WG];
@@ -40,12 +46,18 @@ void main() {
     const uint tid = gl_LocalInvocationID.x, base = g * p.group;
     if (VEC4 != 0u && p.group <= WG * 4u * NREG) {
         const uint n4 = p.group / 4u, b4 = base / 4u;
-        Vec4s x = Vec4s(p.x);
+        Vec4s x = Vec4s(p.x), b = Vec4s(p.b), sum = Vec4s(p.s);
         vec4 v[NREG];
         [[unroll]] for (uint k = 0u; k < NREG; ++k) {
             const uint i = tid + k * WG;
             v[k] = i < n4 ? x.v[b4 + i] : vec4(0.0);
+            if (ADD != 0u && i < n4) v[k] += b.v[b4 + i];
         }
+        if (ADD != 0u)
+            [[unroll]] for (uint k = 0u; k < NREG; ++k) {
+                const uint i = tid + k * WG;
+                if (i < n4) sum.v[b4 + i] = v[k];
+            }
         float ss = 0.0;
         [[unroll]] for (uint k = 0u; k < NREG; ++k) ss += dot(v[k], v[k]);
         const float scale = inversesqrt(workgroup_sum(ss, tid) / float(p.group) + p.eps);
@@ -57,10 +69,17 @@ void main() {
         return;
     }
     float ss = 0.0;
-    for (uint i = tid; i < p.group; i += WG) { float v = p.x.v[base + i]; ss += v * v; }
+    for (uint i = tid; i < p.group; i += WG) {
+        float v = p.x.v[base + i];
+        if (ADD != 0u) {
+            v += p.b.v[base + i];
+            p.s.v[base + i] = v;  // read back below by this same invocation
+        }
+        ss += v * v;
+    }
     const float scale = inversesqrt(workgroup_sum(ss, tid) / float(p.group) + p.eps);
     for (uint i = tid; i < p.group; i += WG) {
-        float v = p.x.v[base + i] * scale;
+        float v = (ADD != 0u ? p.s.v[base + i] : p.x.v[base + i]) * scale;
         p.y.v[base + i] = p.has_w != 0u ? v * p.w.v[i] : v;
     }
 }

@@ -66,6 +66,7 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     cbs_.push_back(cb_);
     if (const char* sp = std::getenv("TANDEM_VK_SPLIT")) split_submit_ = std::string(sp) != "0";
     if (const char* c = std::getenv("TANDEM_VK_CACHE")) cache_steps_ = std::string(c) != "0";
+    if (const char* f = std::getenv("TANDEM_VK_FUSE")) fuse_ = std::string(f) != "0";
     if (const char* k = std::getenv("TANDEM_VK_SPLITK"); k && *k)
         splitk_force_ = std::max(0, std::atoi(k));
     if (const char* prof = std::getenv("TANDEM_VK_PROFILE"); prof && std::string(prof) == "1") {
@@ -357,8 +358,13 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
         const size_t n_nodes = g.nodes().size();
         for (size_t i = 0; i < n_nodes; ++i) {
             const Node& n = g.nodes()[i];
-            record_node(g, n);
-            if (profiler_) profiler_->mark(cb_, node_label(g, n));
+            if (i + 1 < n_nodes && try_fuse_add_norm(g, n, g.nodes()[i + 1])) {
+                ++i;
+                if (profiler_) profiler_->mark(cb_, "add+rms_norm");
+            } else {
+                record_node(g, n);
+                if (profiler_) profiler_->mark(cb_, node_label(g, n));
+            }
             // A first small piece gets the GPU going; later pieces amortise the submit cost.
             ++nodes_in_cb_;
             const uint32_t piece = cb_next_ == 1 ? kFirstPieceNodes : kPieceNodes;

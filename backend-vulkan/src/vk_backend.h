@@ -91,6 +91,9 @@ class VulkanBackend final : public Backend {
     void layout_io(const Graph& g, const StepIO& io);
     uint64_t place_rope_tables(const Graph& g, const StepIO& io, uint64_t at);
     void record_node(const Graph& g, const Node& n);
+    // Records `add` and the `norm` after it as one dispatch when that is safe; false: neither
+    // is recorded.
+    bool try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm);
     // Host-side checks of a step (token ids, context length): they run every step, recorded
     // or replayed, before anything is queued.
     void check_step(const Graph& g, const StepIO& io) const;
@@ -143,6 +146,7 @@ class VulkanBackend final : public Backend {
     uint64_t generation_ = 0;  // bumped whenever a buffer recorded commands use may have moved
     uint64_t use_clock_ = 0;
     bool cache_steps_ = true;   // TANDEM_VK_CACHE=0 re-records every step
+    bool fuse_ = true;          // TANDEM_VK_FUSE=0: every node its own dispatch
     uint32_t nodes_in_cb_ = 0;  // nodes recorded into cb_
     bool split_submit_ = true;
     std::vector<Weight> weights_;

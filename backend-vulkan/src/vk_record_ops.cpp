@@ -39,7 +39,7 @@ struct EltPush {
     float f;
 };
 struct RmsPush {
-    uint64_t x, w, y;
+    uint64_t x, w, y, b, s;  // b, s: the fused residual add (ADD), else unused
     uint32_t group, n_groups;
     float eps;
     uint32_t has_w;
@@ -127,6 +127,47 @@ void VulkanBackend::ensure_attention_partials(const Graph& g) {
         ctx_->create_device_buffer(std::max<uint64_t>(need, 1 << 20), "split-K attention partials");
 }
 
+// Add (residual) then RmsNorm of its output over whole rows: one rms_norm dispatch with ADD,
+// when the norm's output does not overlap the add's inputs (the planner may give it their
+// memory once they are dead; the fused kernel still reads them).
+bool VulkanBackend::try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm) {
+    if (!fuse_ || add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out)
+        return false;
+    const GraphTensor& out = g.tensor(norm.out);
+    if (norm.i[0] > 0 && norm.i[0] != out.cols()) return false;
+    const Ref a = ref(g, add.src[0]), b = ref(g, add.src[1]), s = ref(g, add.out);
+    const Ref y = ref(g, norm.out), w = ref(g, norm.src[1]);
+    auto overlap = [](const Ref& p, const Ref& q) {
+        return p.buffer == q.buffer && p.offset < q.offset + q.size && q.offset < p.offset + p.size;
+    };
+    if (b.buffer < 0 || overlap(y, a) || overlap(y, b) || overlap(y, s)) return false;
+    const int64_t group = out.cols();
+    const uint64_t n_groups = uint64_t(out.rows());
+    const uint32_t wg = group >= 1024 ? 256 : 64;
+    const uint32_t sg =
+        pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && wg % pd_.subgroup_size == 0 ? 1 : 0;
+    const bool aligned =
+        ((a.address | b.address | s.address | y.address | (w.buffer >= 0 ? w.address : 0)) & 15) ==
+        0;
+    const uint32_t vec4 = group % 4 == 0 && aligned ? 1 : 0;
+    RmsPush p{a.address,
+              w.buffer >= 0 ? w.address : a.address,
+              y.address,
+              b.address,
+              s.address,
+              u32(group),
+              u32(n_groups),
+              norm.f[0],
+              w.buffer >= 0 ? 1u : 0u};
+    if (w.buffer >= 0)
+        dispatch("rms_norm", {wg, sg, vec4, 1}, &p, sizeof p, split_x(n_groups), split_z(n_groups),
+                 1, {a, b, w}, {s, y});
+    else
+        dispatch("rms_norm", {wg, sg, vec4, 1}, &p, sizeof p, split_x(n_groups), split_z(n_groups),
+                 1, {a, b}, {s, y});
+    return true;
+}
+
 void VulkanBackend::copy_floats(const Ref& src, const Ref& dst, uint64_t n) {
     EltPush p{src.address, src.address, dst.address, static_cast<uint32_t>(n), 0.0f};
     dispatch("eltwise", {kCopy}, &p, sizeof p, eltwise_groups(n), 1, 1, {src}, {dst});
@@ -181,13 +222,9 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
             const Ref w = ref(g, n.src[1]);
             const int64_t group = n.i[0] > 0 ? n.i[0] : out.cols();
             const uint64_t n_groups = n_out / static_cast<uint64_t>(group);
-            RmsPush p{a.address,
-                      w.address,
-                      y.address,
-                      u32(group),
-                      u32(n_groups),
-                      n.f[0],
-                      w.buffer >= 0 ? 1u : 0u};
+            RmsPush p{a.address,     w.address, y.address,
+                      a.address,     y.address, u32(group),
+                      u32(n_groups), n.f[0],    w.buffer >= 0 ? 1u : 0u};
             // 256 invocations for model-width rows (4 vec4 loads each in flight at 4096), 64
             // for per-head norms (head_dim 64..256).
             const uint32_t wg = group >= 1024 ? 256 : 64;
@@ -198,10 +235,10 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                 ((a.address | y.address | (w.buffer >= 0 ? w.address : 0)) & 15) == 0;
             const uint32_t vec4 = group % 4 == 0 && aligned ? 1 : 0;
             if (w.buffer >= 0)
-                dispatch("rms_norm", {wg, sg, vec4}, &p, sizeof p, split_x(n_groups),
+                dispatch("rms_norm", {wg, sg, vec4, 0}, &p, sizeof p, split_x(n_groups),
                          split_z(n_groups), 1, {a, w}, {y});
             else
-                dispatch("rms_norm", {wg, sg, vec4}, &p, sizeof p, split_x(n_groups),
+                dispatch("rms_norm", {wg, sg, vec4, 0}, &p, sizeof p, split_x(n_groups),
                          split_z(n_groups), 1, {a}, {y});
             break;
         }

@@ -36,6 +36,30 @@ TEST(VulkanSpeedPaths, RmsNormWideRows) {
     }
 }
 
+// Add then RmsNorm of its sum (a residual add and the next norm): recorded as one dispatch; both
+// the sum (the residual stream, used again later) and the normalised rows must be right, on the
+// register path (16-byte loads), an odd row length and the strided fallback past 8192.
+TEST(VulkanSpeedPaths, AddThenRmsNormFused) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    for (auto [cols, rows] :
+         {std::pair<int64_t, int64_t>{4096, 1}, {4096, 5}, {1027, 3}, {12288, 2}}) {
+        auto x = random_floats(size_t(cols * rows), 27, -2, 2);
+        auto h = random_floats(size_t(cols * rows), 28, -2, 2);
+        QuantWeight w(DType::F32, {cols, 1, 1}, 29);
+        std::vector<float> sum_v, sum_c;
+        auto r = run_both(*vk, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
+            TensorId s = g.g.activation("resid", cols, rows);
+            TensorId n = g.g.activation("normed", cols, rows);
+            g.node(Op::Add, s, {g.input(x.data(), cols, rows), g.input(h.data(), cols, rows)});
+            g.node(Op::RmsNorm, n, {s, g.weight(b, w)}, {0, 0, 0, 0}, {1e-5f, 0});
+            g.node(Op::Scale, g.output(out, cols, rows), {n}, {0, 0, 0, 0}, {1.0f, 0});
+            g.node(Op::Copy, g.output(&b == vk.get() ? sum_v : sum_c, cols, rows), {s});
+        });
+        EXPECT_LT(nmse(r.vulkan, as_double(r.cpu)), 1e-11) << cols << " x " << rows;
+        EXPECT_LT(nmse(sum_v, as_double(sum_c)), 1e-14) << cols << " x " << rows;
+    }
+}
+
 struct DecodeCase {
     int64_t n_head, n_kv_head, head_dim, window;
     float softcap;
