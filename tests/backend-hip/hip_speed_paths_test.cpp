@@ -8,16 +8,42 @@
 // - TANDEM_HIP_Q8=0 going back to the f32-activation kernel (exact);
 // - the vectorised RMSNorm on model-sized rows (all in registers, longer rows re-read, per-head
 //   groups) against a double formula.
-// Skips without a HIP device.
+// The GPU cases skip without a HIP device; the item code of the q8 matvec (hip_q8_dot.h) also
+// runs on the host here, against the same reference, so index slips show up without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "hip_test_support.h"
+
+// Plain C++ stand-ins for the device names hip_q8_dot.h uses (dot4 takes its plain-sum branch).
+#define __device__
+struct uint2 {
+    unsigned x, y;
+};
+struct uint4 {
+    unsigned x, y, z, w;
+};
+struct float2 {
+    float x, y;
+};
+inline float __uint_as_float(unsigned u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+inline unsigned __float_as_uint(float f) {
+    unsigned u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+#include "../../backend-hip/kernels/hip_q8_dot.h"
+#undef __device__
 
 namespace tandem::test {
 namespace {
@@ -52,6 +78,69 @@ std::vector<double> ref_matvec(const QuantWeight& w, const std::vector<X>& x, in
     return out;
 }
 
+// The matvec's items run on the host over every row: out[t, o] for T <= 8 tokens.
+template <DType T>
+std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<float>& x,
+                                     int64_t n_tok) {
+    using D = hip::Q8Dot<T>;
+    const int64_t n_in = w.ne[0], n_out = w.ne[1];
+    // The activations as k_quantize_q8 lays them out: int8 values, (d, s) per 32.
+    std::vector<int8_t> q(x.size());
+    std::vector<float2> ds(x.size() / 32);
+    for (size_t b = 0; b < x.size(); b += 32) {
+        float amax = 0.0f;
+        for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const float d = amax / 127.0f;
+        int sum = 0;
+        for (size_t i = b; i < b + 32; ++i) {
+            q[i] = int8_t(amax > 0.0f ? std::nearbyint(x[i] / d) : 0.0f);
+            sum += q[i];
+        }
+        ds[b / 32] = {d, d * float(sum)};
+    }
+    hip::Act act[8];
+    for (int t = 0; t < 8; ++t) {
+        const int64_t tt = t < n_tok ? t : 0;
+        act[t].q = reinterpret_cast<const int*>(q.data() + tt * n_in);
+        act[t].ds = ds.data() + tt * (n_in / 32);
+    }
+    const size_t rb = row_bytes(T, uint64_t(n_in));
+    std::vector<float> out(size_t(n_tok * n_out));
+    for (int64_t o = 0; o < n_out; ++o) {
+        float acc[8] = {};
+        const int64_t n_items = n_in / D::kWeights * D::kItems;
+        for (int64_t it = 0; it < n_items; ++it)
+            D::template dot<8>(w.bytes.data() + o * rb, it / D::kItems, int(it % D::kItems), act,
+                               int(n_tok), acc);
+        for (int64_t t = 0; t < n_tok; ++t) out[size_t(t * n_out + o)] = acc[t];
+    }
+    return out;
+}
+
+TEST(HipSpeedPaths, Q8ItemsOnTheHostMatchTheQuantisedProduct) {
+    for (auto [n_in, n_out] : {std::tuple<int64_t, int64_t>{256, 3}, {512, 5}, {2304, 2}})
+        for (int64_t T : {1, 3, 8}) {
+            auto x = random_floats(size_t(n_in * T), uint32_t(n_in + T), -2.0f, 2.0f);
+            for (size_t i = 0; i < x.size(); i += 7) x[i] *= 0.01f;
+            const auto xq = q8_activations(x);
+            const std::string shape =
+                std::to_string(n_in) + "x" + std::to_string(n_out) + " T=" + std::to_string(T);
+            auto check = [&](DType t, const std::vector<float>& y, const QuantWeight& w) {
+                EXPECT_LT(reported_nmse("host items " + std::string(dtype_name(t)) + " " + shape, y,
+                                        ref_matvec(w, xq, T)),
+                          1e-10);
+            };
+            const QuantWeight w40(DType::Q4_0, {n_in, n_out, 1}, 1),
+                w80(DType::Q8_0, {n_in, n_out, 1}, 2), w4k(DType::Q4_K, {n_in, n_out, 1}, 3),
+                w5k(DType::Q5_K, {n_in, n_out, 1}, 4), w6k(DType::Q6_K, {n_in, n_out, 1}, 5);
+            check(DType::Q4_0, host_items_matvec<DType::Q4_0>(w40, x, T), w40);
+            check(DType::Q8_0, host_items_matvec<DType::Q8_0>(w80, x, T), w80);
+            check(DType::Q4_K, host_items_matvec<DType::Q4_K>(w4k, x, T), w4k);
+            check(DType::Q5_K, host_items_matvec<DType::Q5_K>(w5k, x, T), w5k);
+            check(DType::Q6_K, host_items_matvec<DType::Q6_K>(w6k, x, T), w6k);
+        }
+}
+
 TEST(HipSpeedPaths, Q8MatvecEveryTypeShapeAndTokenCount) {
     TANDEM_HIP_OR_SKIP(hip);
     // (n_in, n_out): one row, odd row counts, rows over several blocks of 128 threads' items,
@@ -81,6 +170,34 @@ TEST(HipSpeedPaths, Q8MatvecEveryTypeShapeAndTokenCount) {
                     << what;
                 EXPECT_LT(reported_nmse(what + " vs cpu", r.hip, as_double(r.cpu)), 2e-4) << what;
             }
+}
+
+// TANDEM_HIP_Q8_GROUPS = 1 and 2: one or two lane groups per row (4 or 2 rows per block, the last
+// block partly past the end for odd row counts).
+TEST(HipSpeedPaths, Q8MatvecLaneGroupsPerRow) {
+    TANDEM_HIP_OR_SKIP(hip);
+    for (const char* groups : {"1", "2"}) {
+        ::setenv("TANDEM_HIP_Q8_GROUPS", groups, 1);
+        for (DType t : kQ8Types)
+            for (auto [n_in, n_out, T] : {std::tuple<int64_t, int64_t, int64_t>{256, 1, 1},
+                                          {2304, 67, 2},
+                                          {4096, 33, 5},
+                                          {768, 3, 8}}) {
+                QuantWeight w(t, {n_in, n_out, 1}, uint32_t(n_out + T));
+                auto x = random_floats(size_t(n_in * T), uint32_t(T + 5), -2.0f, 2.0f);
+                OpGraph g;
+                std::vector<float> y;
+                g.node(Op::MatMul, g.output(y, n_out, T),
+                       {g.weight(*hip, w), g.input(x.data(), n_in, T)});
+                g.run(*hip);
+                const std::string what = std::string(groups) + " groups/row " +
+                                         std::string(dtype_name(t)) + " " + std::to_string(n_in) +
+                                         "x" + std::to_string(n_out) + " T=" + std::to_string(T);
+                EXPECT_LT(reported_nmse(what, y, ref_matvec(w, q8_activations(x), T)), 1e-10)
+                    << what;
+            }
+    }
+    ::unsetenv("TANDEM_HIP_Q8_GROUPS");
 }
 
 TEST(HipSpeedPaths, Q8InputReusedThenRequantisedAfterItChanges) {

@@ -1,0 +1,225 @@
+#pragma once
+// The int8-dot items of the decode matvec over quantised activations (hip_matvec_q8.hip): for
+// each weight type, how one thread's item (2-4 weight words) widens its nibbles to int8 and
+// dots them with the activation words. A header so the host can run the same code against
+// the quantiser (tests/backend-hip/hip_speed_paths_test.cpp, with plain C++ stand-ins for the
+// few device names used), without a GPU.
+#include <cstdint>
+
+#include "hip_weight_types.h"
+#include "tandem/common/dtype.h"
+
+// Loop unrolling where a GPU compiler reads this; nothing for the host test's compiler.
+#if defined(__HIPCC__) || defined(__CUDACC__)
+#define TANDEM_Q8_UNROLL _Pragma("unroll")
+#else
+#define TANDEM_Q8_UNROLL
+#endif
+
+namespace tandem::hip {
+
+constexpr int kQ8Block = 32;  // activations per scale
+
+// sum of the four int8 products of a and b, plus c.
+__device__ inline int dot4(int a, int b, int c) {
+#if defined(TANDEM_HIP_ON_CUDA)
+    return __dp4a(a, b, c);
+#elif defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || \
+    defined(__gfx941__) || defined(__gfx942__) || defined(__gfx1030__) || defined(__gfx1031__) || \
+    defined(__gfx1032__) || defined(__gfx1033__) || defined(__gfx1034__) ||                       \
+    defined(__gfx1035__) || defined(__gfx1036__)
+    // v_dot4_i32_i8 (dot1-insts): Vega 20, CDNA 1-3, RDNA 2.
+    return __builtin_amdgcn_sdot4(a, b, c, false);
+#else
+    // RDNA 3/4 only have the mixed-sign form (v_dot4_i32_iu8) under a builtin our hipcc may
+    // not know; RDNA 1, Vega 10 and the host pass take the plain sum.
+    const int8_t* pa = reinterpret_cast<const int8_t*>(&a);
+    const int8_t* pb = reinterpret_cast<const int8_t*>(&b);
+    return c + pa[0] * pb[0] + pa[1] * pb[1] + pa[2] * pb[2] + pa[3] * pb[3];
+#endif
+}
+
+// f16 bits at a 2-byte aligned address.
+__device__ inline float f16_at(const uint8_t* p) {
+    return f16_bits_to_f32(*reinterpret_cast<const uint16_t*>(p));
+}
+// 32-bit word i from a 2-byte aligned address (two 16-bit loads).
+__device__ inline int word_at(const uint8_t* p, int i) {
+    const auto* h = reinterpret_cast<const uint16_t*>(p) + 2 * i;
+    return int(uint32_t(h[0]) | (uint32_t(h[1]) << 16));
+}
+// Bytes 0..15 -> bytes minus 8 (Q4_0's offset): +0x78 keeps every byte below 0x100, the xor
+// flips the sign bit, i.e. subtracts 0x80.
+__device__ inline int minus8(uint32_t v) {
+    return int((v + 0x78787878u) ^ 0x80808080u);
+}
+// Bytes 0..63 -> bytes minus 32 (Q6_K's offset), the same way.
+__device__ inline int minus32(uint32_t v) {
+    return int((v + 0x60606060u) ^ 0x80808080u);
+}
+
+// The activations of one token: int8 q [n_in], (d, s) per 32 [n_in / 32].
+struct Act {
+    const int* q;  // as words
+    const float2* ds;
+};
+
+// One weight type's items. dot() adds item k of block b of a row to acc[t] for t < n_tok.
+template <DType T>
+struct Q8Dot;
+
+// Q4_0 {d, qs[16]}: item k (0, 1) = qs bytes 8k..8k+7: low nibbles are weights 8k..8k+7, high
+// nibbles 16+8k..; activation words 2k, 2k+1 and 4+2k, 5+2k.
+template <>
+struct Q8Dot<DType::Q4_0> {
+    static constexpr int kWeights = 32, kItems = 2, kBytes = 18, kAlign = 2;
+    template <int TM>
+    __device__ static void dot(const uint8_t* row, int64_t b, int k, const Act* x, int n_tok,
+                               float (&acc)[TM]) {
+        const uint8_t* blk = row + b * kBytes;
+        const float d = f16_at(blk);
+        const uint32_t q0 = uint32_t(word_at(blk + 2, 2 * k)),
+                       q1 = uint32_t(word_at(blk + 2, 2 * k + 1));
+        const int l0 = minus8(q0 & 0x0F0F0F0Fu), l1 = minus8(q1 & 0x0F0F0F0Fu);
+        const int h0 = minus8((q0 >> 4) & 0x0F0F0F0Fu), h1 = minus8((q1 >> 4) & 0x0F0F0F0Fu);
+        TANDEM_Q8_UNROLL
+        for (int t = 0; t < TM; ++t) {
+            if (t < n_tok) {
+                const int* xq = x[t].q + b * 8;
+                const int s = dot4(
+                    l0, xq[2 * k],
+                    dot4(l1, xq[2 * k + 1], dot4(h0, xq[4 + 2 * k], dot4(h1, xq[5 + 2 * k], 0))));
+                acc[t] += d * x[t].ds[b].x * float(s);
+            }
+        }
+    }
+};
+
+// Q8_0 {d, int8 qs[32]}: item k (0, 1) = words 4k..4k+3.
+template <>
+struct Q8Dot<DType::Q8_0> {
+    static constexpr int kWeights = 32, kItems = 2, kBytes = 34, kAlign = 2;
+    template <int TM>
+    __device__ static void dot(const uint8_t* row, int64_t b, int k, const Act* x, int n_tok,
+                               float (&acc)[TM]) {
+        const uint8_t* blk = row + b * kBytes;
+        const float d = f16_at(blk);
+        int q[4];
+        TANDEM_Q8_UNROLL
+        for (int i = 0; i < 4; ++i) q[i] = word_at(blk + 2, 4 * k + i);
+        TANDEM_Q8_UNROLL
+        for (int t = 0; t < TM; ++t) {
+            if (t < n_tok) {
+                const int* xq = x[t].q + b * 8 + 4 * k;
+                const int s =
+                    dot4(q[0], xq[0], dot4(q[1], xq[1], dot4(q[2], xq[2], dot4(q[3], xq[3], 0))));
+                acc[t] += d * x[t].ds[b].x * float(s);
+            }
+        }
+    }
+};
+
+// Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..15) =
+// chunk c = k / 4 (qs bytes 32c..32c+31), bytes 8j..8j+7 of it (j = k % 4): the low nibbles are
+// positions 8j.. of sub-block 2c, the high nibbles of sub-block 2c + 1; Q5_K's fifth bits are
+// bits 2c / 2c + 1 of qh bytes 8j..8j+7. Weight = d * scale * q - dmin * min, so a sub-block
+// adds d * scale * d_x * sum(q q_x) - dmin * min * s_x; the min term once, by the j == 0 item.
+template <bool Five>
+struct Q8DotK45 {
+    static constexpr int kWeights = 256, kItems = 16, kBytes = Five ? 176 : 144, kAlign = 16;
+    template <int TM>
+    __device__ static void dot(const uint8_t* row, int64_t b, int k, const Act* x, int n_tok,
+                               float (&acc)[TM]) {
+        const uint8_t* blk = row + b * kBytes;
+        const int c = k / 4, j = k % 4;
+        const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
+        const uint2 qs = *reinterpret_cast<const uint2*>(blk + (Five ? 48 : 16) + 32 * c + 8 * j);
+        uint32_t lo0 = qs.x & 0x0F0F0F0Fu, lo1 = qs.y & 0x0F0F0F0Fu;
+        uint32_t hi0 = (qs.x >> 4) & 0x0F0F0F0Fu, hi1 = (qs.y >> 4) & 0x0F0F0F0Fu;
+        if constexpr (Five) {
+            const uint2 qh = *reinterpret_cast<const uint2*>(blk + 16 + 8 * j);
+            lo0 |= ((qh.x >> (2 * c)) & 0x01010101u) << 4;
+            lo1 |= ((qh.y >> (2 * c)) & 0x01010101u) << 4;
+            hi0 |= ((qh.x >> (2 * c + 1)) & 0x01010101u) << 4;
+            hi1 |= ((qh.y >> (2 * c + 1)) & 0x01010101u) << 4;
+        }
+        const float d = f16_bits_to_f32(uint16_t(hdr.x & 0xffffu));
+        const float dmin = f16_bits_to_f32(uint16_t(hdr.x >> 16));
+        // Byte i of the 12 packed scale bytes, by selects (no indexed local array).
+        auto sc = [&](int i) {
+            const uint32_t word = i < 4 ? hdr.y : (i < 8 ? hdr.z : hdr.w);
+            return int((word >> (8 * (i & 3))) & 0xffu);
+        };
+        // ggml's 6-bit (scale, min) of sub-block s.
+        auto scale_min = [&](int s, float& ds, float& dm) {
+            int a, m;
+            if (s < 4) {
+                a = sc(s) & 63;
+                m = sc(s + 4) & 63;
+            } else {
+                a = (sc(s + 4) & 0xF) | ((sc(s - 4) >> 6) << 4);
+                m = (sc(s + 4) >> 4) | ((sc(s) >> 6) << 4);
+            }
+            ds = d * float(a);
+            dm = j == 0 ? dmin * float(m) : 0.0f;
+        };
+        float d0, m0, d1, m1;
+        scale_min(2 * c, d0, m0);
+        scale_min(2 * c + 1, d1, m1);
+        const int64_t a0 = b * 8 + 2 * c;  // activation block of sub-block 2c
+        TANDEM_Q8_UNROLL
+        for (int t = 0; t < TM; ++t) {
+            if (t < n_tok) {
+                const int* xq = x[t].q + a0 * 8 + 2 * j;
+                const float2 x0 = x[t].ds[a0], x1 = x[t].ds[a0 + 1];
+                const int s0 = dot4(int(lo0), xq[0], dot4(int(lo1), xq[1], 0));
+                const int s1 = dot4(int(hi0), xq[8], dot4(int(hi1), xq[9], 0));
+                acc[t] += d0 * x0.x * float(s0) - m0 * x0.y + d1 * x1.x * float(s1) - m1 * x1.y;
+            }
+        }
+    }
+};
+template <>
+struct Q8Dot<DType::Q4_K> : Q8DotK45<false> {};
+template <>
+struct Q8Dot<DType::Q5_K> : Q8DotK45<true> {};
+
+// Q6_K super-block of 256 (210 bytes) {ql[128], qh[64], int8 scales[16], d}: item k (0..15) =
+// half h = k / 8, positions l = 4i..4i+3 (i = k % 8) of its four quarters: quarter q's low bits
+// from ql[64h + 32(q & 1) + l] (high nibble when q >= 2), top bits from bits 2q of
+// qh[32h + l], scale sc[8h + l / 16 + 2q]; activation block 8b + 4h + q, word i.
+template <>
+struct Q8Dot<DType::Q6_K> {
+    static constexpr int kWeights = 256, kItems = 16, kBytes = 210, kAlign = 2;
+    template <int TM>
+    __device__ static void dot(const uint8_t* row, int64_t b, int k, const Act* x, int n_tok,
+                               float (&acc)[TM]) {
+        const uint8_t* blk = row + b * kBytes;
+        const int h = k / 8, i = k % 8;
+        const uint32_t la = uint32_t(word_at(blk + 64 * h, i));
+        const uint32_t lb = uint32_t(word_at(blk + 64 * h + 32, i));
+        const uint32_t qh = uint32_t(word_at(blk + 128 + 32 * h, i));
+        const int v0 = minus32((la & 0x0F0F0F0Fu) | ((qh & 0x03030303u) << 4));
+        const int v1 = minus32((lb & 0x0F0F0F0Fu) | (((qh >> 2) & 0x03030303u) << 4));
+        const int v2 = minus32(((la >> 4) & 0x0F0F0F0Fu) | (((qh >> 4) & 0x03030303u) << 4));
+        const int v3 = minus32(((lb >> 4) & 0x0F0F0F0Fu) | (((qh >> 6) & 0x03030303u) << 4));
+        const auto* sc = reinterpret_cast<const int8_t*>(blk + 192 + 8 * h + i / 4);
+        const float d = f16_at(blk + 208);
+        const float s0 = d * float(sc[0]), s1 = d * float(sc[2]), s2 = d * float(sc[4]),
+                    s3 = d * float(sc[6]);
+        const int64_t a0 = b * 8 + 4 * h;  // activation block of quarter 0
+        TANDEM_Q8_UNROLL
+        for (int t = 0; t < TM; ++t) {
+            if (t < n_tok) {
+                const int* xq = x[t].q + a0 * 8 + i;
+                const float2* ds = x[t].ds + a0;
+                acc[t] += s0 * ds[0].x * float(dot4(v0, xq[0], 0)) +
+                          s1 * ds[1].x * float(dot4(v1, xq[8], 0)) +
+                          s2 * ds[2].x * float(dot4(v2, xq[16], 0)) +
+                          s3 * ds[3].x * float(dot4(v3, xq[24], 0));
+            }
+        }
+    }
+};
+
+}  // namespace tandem::hip
