@@ -3,29 +3,11 @@
 #include <chrono>
 
 #include "background.h"
-#include "tandem/backend/registry.h"
 #include "tandem/common/error.h"
+#include "tandem/net/local_backends.h"
 #include "tandem/net/pairing_session.h"
 
 namespace tandem::ui {
-
-namespace {
-
-std::vector<net::BeaconBackend> localBackends() {
-    std::vector<net::BeaconBackend> out;
-    for (const auto& b : BackendRegistry::instance().backends()) {
-        if (!b.available || out.size() >= net::kMaxBeaconBackends) continue;
-        net::BeaconBackend be{b.name, {}};
-        for (const auto& d : b.devices) {
-            if (be.devices.size() >= net::kMaxBeaconDevices) break;
-            be.devices.push_back({d.name.substr(0, 80), d.memory_free, d.memory_total});
-        }
-        out.push_back(std::move(be));
-    }
-    return out;
-}
-
-}  // namespace
 
 NodeController::NodeController(QObject* parent) : QObject(parent) {
     poll_.setInterval(1000);
@@ -44,7 +26,7 @@ void NodeController::start(const net::NodeConfig& config, bool announceDevices) 
         this,
         [config, announceDevices] {
             net::NodeConfig c = config;
-            if (announceDevices && c.backends.empty()) c.backends = localBackends();
+            if (announceDevices && c.backends.empty()) c.backends = net::local_beacon_backends();
             auto s = std::make_shared<net::NodeService>(c);
             s->set_channel_handler(net::echo_handler);
             s->start();

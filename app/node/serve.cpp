@@ -12,9 +12,9 @@
 
 #include "node_commands.h"
 #include "tandem/common/error.h"
-#include "tandem/net/cluster_worker.h"
-#include "tandem/backend/registry.h"
 #include "tandem/common/log.h"
+#include "tandem/net/cluster_worker.h"
+#include "tandem/net/local_backends.h"
 
 namespace tandem::node {
 
@@ -34,20 +34,6 @@ fs::path home_of(const CommonOptions& o) {
 }
 
 namespace {
-
-std::vector<net::BeaconBackend> local_backends() {
-    std::vector<net::BeaconBackend> out;
-    for (const auto& b : BackendRegistry::instance().backends()) {
-        if (!b.available || out.size() >= net::kMaxBeaconBackends) continue;
-        net::BeaconBackend be{b.name, {}};
-        for (const auto& d : b.devices) {
-            if (be.devices.size() >= net::kMaxBeaconDevices) break;
-            be.devices.push_back({d.name.substr(0, 80), d.memory_free, d.memory_total});
-        }
-        out.push_back(std::move(be));
-    }
-    return out;
-}
 
 nlohmann::json backends_json(const std::vector<net::BeaconBackend>& backends) {
     nlohmann::json arr = nlohmann::json::array();
@@ -161,7 +147,7 @@ int run_serve(const CommonOptions& common, const ServeOptions& serve) {
     cfg.port = serve.port;
     cfg.accept_pairing = !serve.no_pairing;
     cfg.discovery = discovery_config(common);
-    if (!serve.no_devices) cfg.backends = local_backends();
+    if (!serve.no_devices) cfg.backends = net::local_beacon_backends();
     net::NodeService node(cfg);
     if (worker) {
         // Sessions from paired peers reach the other workers over SecureChannels too.
