@@ -2,6 +2,7 @@
 // Running blocking work (disk, network, model files) off the UI thread. The work runs on Qt's
 // global thread pool; its result, or the message of the exception it threw, is handed back to
 // `receiver`'s thread through a queued call. A reply whose receiver is gone is dropped.
+// postTo() is that hand-back alone, for work started elsewhere (the chat store's own thread).
 //
 //   runInBackground(this, [path] { return inspect(path); },
 //                   [this](Outcome<Record> r) { if (r.ok()) show(*r.value); else warn(r.error); });
@@ -24,6 +25,20 @@ struct Outcome {
     bool ok() const { return value.has_value(); }
 };
 
+// From any thread: runs `fn` on `receiver`'s thread through a queued call; dropped when the
+// receiver is gone, whether before the call is queued or by the time it runs.
+template <class T, class Fn>
+void postTo(const QPointer<T>& receiver, Fn fn) {
+    T* obj = receiver.data();
+    if (!obj) return;
+    QMetaObject::invokeMethod(
+        obj,
+        [receiver, fn = std::move(fn)]() mutable {
+            if (receiver) fn();
+        },
+        Qt::QueuedConnection);
+}
+
 template <class Work, class Done>
 void runInBackground(QObject* receiver, Work work, Done done) {
     using R = std::invoke_result_t<Work&>;
@@ -38,14 +53,9 @@ void runInBackground(QObject* receiver, Work work, Done done) {
             } catch (...) {
                 out.error = QStringLiteral("unknown error");
             }
-            QObject* obj = target.data();
-            if (!obj) return;
-            QMetaObject::invokeMethod(
-                obj,
-                [target, done = std::move(done), out = std::move(out)]() mutable {
-                    if (target) done(std::move(out));
-                },
-                Qt::QueuedConnection);
+            postTo(target, [done = std::move(done), out = std::move(out)]() mutable {
+                done(std::move(out));
+            });
         });
 }
 

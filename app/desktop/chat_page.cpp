@@ -10,6 +10,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include "background.h"
 #include "chat_settings_dialog.h"
 
 namespace tandem::ui {
@@ -355,17 +356,11 @@ void ChatPage::writeThenReload(std::function<void(store::ChatStore&)> write) {
                 message = QString::fromUtf8(e.what());
             }
         }
-        ChatPage* target = self.data();
-        if (!target) return;
-        QMetaObject::invokeMethod(
-            target,
-            [self, message] {
-                if (!self) return;
-                if (!message.isEmpty()) self->showError(message);
-                self->conversations_->refresh();
-                self->reloadConversation();
-            },
-            Qt::QueuedConnection);
+        postTo(self, [self, message] {
+            if (!message.isEmpty()) self->showError(message);
+            self->conversations_->refresh();
+            self->reloadConversation();
+        });
     });
 }
 
@@ -390,23 +385,17 @@ void ChatPage::editChatSettings() {
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
-        ChatPage* target = self.data();
-        if (!target) return;
-        QMetaObject::invokeMethod(
-            target,
-            [self, id, prompt, sampling, error] {
-                if (!self) return;
-                if (!error.isEmpty()) return self->showError(error);
-                ChatSettingsDialog dialog(prompt, samplingFromJson(sampling), self);
-                if (dialog.exec() != QDialog::Accepted || !self) return;
-                const std::string p = dialog.systemPrompt().toStdString();
-                const nlohmann::json j = samplingToJson(dialog.sampling());
-                self->writeThenReload([id, p, j](store::ChatStore& s) {
-                    s.set_system_prompt(id, p);
-                    s.set_sampling(id, j);
-                });
-            },
-            Qt::QueuedConnection);
+        postTo(self, [self, id, prompt, sampling, error] {
+            if (!error.isEmpty()) return self->showError(error);
+            ChatSettingsDialog dialog(prompt, samplingFromJson(sampling), self);
+            if (dialog.exec() != QDialog::Accepted || !self) return;
+            const std::string p = dialog.systemPrompt().toStdString();
+            const nlohmann::json j = samplingToJson(dialog.sampling());
+            self->writeThenReload([id, p, j](store::ChatStore& s) {
+                s.set_system_prompt(id, p);
+                s.set_sampling(id, j);
+            });
+        });
     });
 }
 
@@ -487,18 +476,13 @@ void ChatPage::reloadConversation() {
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
-        ChatPage* target = self.data();
-        if (!target) return;
-        QMetaObject::invokeMethod(
-            target,
-            [self, id, ticket, entries = std::move(entries), error]() mutable {
-                if (!self || ticket != self->openTicket_ || self->generating_) return;
-                if (!error.isEmpty()) self->showError(error);
-                self->view_->setMessages(std::move(entries));
-                emit self->conversationOpened(id);
-                emit self->conversationReloaded(id);
-            },
-            Qt::QueuedConnection);
+        postTo(self, [self, id, ticket, entries = std::move(entries), error]() mutable {
+            if (ticket != self->openTicket_ || self->generating_) return;
+            if (!error.isEmpty()) self->showError(error);
+            self->view_->setMessages(std::move(entries));
+            emit self->conversationOpened(id);
+            emit self->conversationReloaded(id);
+        });
     });
 }
 

@@ -1,9 +1,10 @@
 #include "conversation_list_model.h"
 
-#include <QMetaObject>
 #include <QPointer>
 
 #include <set>
+
+#include "background.h"
 
 namespace tandem::ui {
 
@@ -95,16 +96,10 @@ void ConversationListModel::refresh() {
         } catch (const std::exception& e) {
             error = QString::fromUtf8(e.what());
         }
-        ConversationListModel* target = self.data();
-        if (!target) return;
-        QMetaObject::invokeMethod(
-            target,
-            [self, ticket, rows = std::move(rows), error]() mutable {
-                if (!self) return;
-                if (!error.isEmpty()) emit self->failed(error);
-                self->apply(ticket, std::move(rows));
-            },
-            Qt::QueuedConnection);
+        postTo(self, [self, ticket, rows = std::move(rows), error]() mutable {
+            if (!error.isEmpty()) emit self->failed(error);
+            self->apply(ticket, std::move(rows));
+        });
     });
 }
 
