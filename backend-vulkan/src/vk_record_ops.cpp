@@ -128,8 +128,9 @@ void VulkanBackend::ensure_attention_partials(const Graph& g) {
 }
 
 // Add (residual) then RmsNorm of its output over whole rows: one rms_norm dispatch with ADD,
-// when the norm's output does not overlap the add's inputs (the planner may give it their
-// memory once they are dead; the fused kernel still reads them).
+// when the norm's output cannot overwrite what another workgroup has yet to read of the add's
+// inputs (the planner may give it their memory once they are dead; the fused kernel still
+// reads them).
 bool VulkanBackend::try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm) {
     if (!fuse_ || add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out)
         return false;
@@ -140,7 +141,6 @@ bool VulkanBackend::try_fuse_add_norm(const Graph& g, const Node& add, const Nod
     auto overlap = [](const Ref& p, const Ref& q) {
         return p.buffer == q.buffer && p.offset < q.offset + q.size && q.offset < p.offset + p.size;
     };
-    if (b.buffer < 0 || overlap(y, a) || overlap(y, b) || overlap(y, s)) return false;
     const int64_t group = out.cols();
     const uint64_t n_groups = uint64_t(out.rows());
     const uint32_t wg = group >= 1024 ? 256 : 64;
@@ -150,6 +150,14 @@ bool VulkanBackend::try_fuse_add_norm(const Graph& g, const Node& add, const Nod
         ((a.address | b.address | s.address | y.address | (w.buffer >= 0 ? w.address : 0)) & 15) ==
         0;
     const uint32_t vec4 = group % 4 == 0 && aligned ? 1 : 0;
+    // On the register path a workgroup has read its whole row (all its loads feed the sum
+    // before the barrier) before it writes any of y, so y may reuse an input's memory row for
+    // row (same offset), or anywhere when there is one row (decode).
+    const bool regs = vec4 && uint64_t(group) <= uint64_t(wg) * 4 * 8;  // rms_norm.comp NREG
+    auto safe = [&](const Ref& in) {
+        return !overlap(y, in) || (regs && (n_groups == 1 || y.offset == in.offset));
+    };
+    if (b.buffer < 0 || !safe(a) || !safe(b) || overlap(y, s)) return false;
     RmsPush p{a.address,
               w.buffer >= 0 ? w.address : a.address,
               y.address,
