@@ -1,6 +1,7 @@
 // KV cache behaviour: batched prefill, incremental decode and prefix reuse give the logits of a
 // single full pass; context overflow is a clear error that leaves the cache as it was.
 #include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -70,6 +71,39 @@ TEST(EngineCache, PrefixReuseRecomputesOnlyNewTokens) {
     std::vector<int32_t> other = turn2;
     other[0] = (other[0] + 1) % int32_t(V);
     EXPECT_EQ(e->keep_prefix(other), 0u);
+}
+
+TEST(EngineCache, SamePromptAgainReusesTheBatchLogitsBitForBit) {
+    // Q8_0: a batch of >= 4 tokens takes the quantised GEMM where the CPU has it.
+    auto path = tiny_gguf("llama-tiny", DType::Q8_0);
+    if (!path) GTEST_SKIP() << "fixture not found: hf-tiny/llama-tiny";
+    auto model = engine::load_model(*path);
+    auto ids = prompt_ids("llama-tiny");
+    ASSERT_GE(ids.size(), 12u);
+    const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 12);
+    auto e = make_engine(model);
+    std::vector<float> first, again, next1, next2;
+    EXPECT_EQ(e->prefill(prompt, first), 0u);
+    // A generated token, then the same request again: the cache is cut back to the prompt and
+    // the prompt's logits are the batch's own (a lone re-run of its last token takes other
+    // kernels whose sums round differently).
+    const int32_t tok = 7;
+    e->decode(std::span<const int32_t>(&tok, 1), next1);
+    EXPECT_EQ(e->prefill(prompt, again), prompt.size());
+    EXPECT_EQ(e->n_past(), int64_t(prompt.size()));
+    ASSERT_EQ(again.size(), first.size());
+    EXPECT_EQ(0, std::memcmp(again.data(), first.data(), first.size() * sizeof(float)));
+    // The cache behind those logits is intact: the same next token gives the same logits.
+    e->decode(std::span<const int32_t>(&tok, 1), next2);
+    EXPECT_EQ(0, std::memcmp(next1.data(), next2.data(), next1.size() * sizeof(float)));
+    // A shorter prompt drops the stored logits: its last token runs again.
+    const std::vector<int32_t> shorter(prompt.begin(), prompt.begin() + 8);
+    EXPECT_EQ(e->prefill(shorter, again), shorter.size() - 1);
+    EXPECT_EQ(e->prefill(prompt, again), shorter.size());
+    // A different prompt of the same length is not mistaken for the cached one.
+    std::vector<int32_t> other = prompt;
+    other.back() = (other.back() + 1) % int32_t(model->hp.n_vocab);
+    EXPECT_EQ(e->prefill(other, again), prompt.size() - 1);
 }
 
 TEST(EngineCache, ContextOverflowIsAnErrorAndChangesNothing) {

@@ -71,6 +71,25 @@ void Engine::decode(std::span<const int32_t> ids, std::vector<float>& logits, bo
         backend_->compute(g, io);
         tokens_.insert(tokens_.end(), ids.begin() + b, ids.begin() + b + len);
     }
+    if (n > 1) {
+        const float* last = logits.data() + (all_logits ? (n - 1) * n_vocab : 0);
+        batch_logits_.assign(last, last + n_vocab);
+        batch_logits_at_ = tokens_.size();
+    }
+}
+
+size_t Engine::prefill(std::span<const int32_t> prompt, std::vector<float>& logits) {
+    if (prompt.empty()) throw Error("engine: nothing to decode (no tokens)");
+    const size_t at = batch_logits_at_;
+    if (at == prompt.size() && tokens_.size() >= at &&
+        std::equal(prompt.begin(), prompt.end(), tokens_.begin())) {
+        tokens_.resize(at);
+        logits = batch_logits_;
+        return at;
+    }
+    const size_t k = keep_prefix(prompt);
+    decode(prompt.subspan(k), logits);
+    return k;
 }
 
 size_t Engine::keep_prefix(std::span<const int32_t> tokens) {
@@ -78,14 +97,16 @@ size_t Engine::keep_prefix(std::span<const int32_t> tokens) {
     while (k < tokens_.size() && k < tokens.size() && tokens_[k] == tokens[k]) ++k;
     if (k == tokens.size() && k > 0) --k;  // the last token runs again for its logits
     tokens_.resize(k);
+    if (batch_logits_at_ > k) batch_logits_at_ = 0;
     return k;
 }
 
 void Engine::truncate(int64_t n) {
     if (n < 0 || n > n_past())
-        throw Error("engine: cannot keep " + std::to_string(n) + " of " +
-                    std::to_string(n_past()) + " cached tokens");
+        throw Error("engine: cannot keep " + std::to_string(n) + " of " + std::to_string(n_past()) +
+                    " cached tokens");
     tokens_.resize(static_cast<size_t>(n));
+    if (batch_logits_at_ > tokens_.size()) batch_logits_at_ = 0;
 }
 
 uint64_t Engine::decode_weight_bytes() const {

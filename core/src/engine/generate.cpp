@@ -63,8 +63,7 @@ GenerateResult generate(Engine& engine, std::span<const int32_t> prompt,
     std::vector<float> logits;
 
     auto t0 = Clock::now();
-    r.n_reused = static_cast<int64_t>(engine.keep_prefix(prompt));
-    engine.decode(prompt.subspan(static_cast<size_t>(r.n_reused)), logits);
+    r.n_reused = static_cast<int64_t>(engine.prefill(prompt, logits));
     r.prefill_seconds = seconds_since(t0);
 
     auto is_eog = [&](int32_t id) {

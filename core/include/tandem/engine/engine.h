@@ -50,7 +50,16 @@ class Engine {
     // Keeps the longest cached prefix shared with `tokens` (never all of it: the last token must
     // run again to give logits) and returns its length; the caller then decodes the rest.
     size_t keep_prefix(std::span<const int32_t> tokens);
-    void clear() { tokens_.clear(); }
+    // A prompt's logits, running only what the cache lacks: keep_prefix + decode, except that a
+    // prompt that is exactly the cache up to the end of the last multi-token step reuses that
+    // step's logits instead of running its last token alone. Returns the tokens reused.
+    // Why: a lone token takes the row kernels, a batch the GEMM, and their float sums round
+    // differently; the same request twice must give the same greedy answer.
+    size_t prefill(std::span<const int32_t> prompt, std::vector<float>& logits);
+    void clear() {
+        tokens_.clear();
+        batch_logits_at_ = 0;
+    }
     // Keeps the first n cached tokens (a tensor-parallel worker following its coordinator).
     void truncate(int64_t n);
 
@@ -75,6 +84,10 @@ class Engine {
     std::map<std::pair<int64_t, bool>, Graph> graphs_;
     uint64_t scratch_peak_ = 0;
     StepListener* listener_ = nullptr;
+    // [n_vocab] logits of the last token of the last multi-token decode, valid while the cache
+    // still holds the batch_logits_at_ tokens they came after (0: none).
+    std::vector<float> batch_logits_;
+    size_t batch_logits_at_ = 0;
 };
 
 }  // namespace tandem::engine
