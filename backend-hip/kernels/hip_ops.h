@@ -56,6 +56,15 @@ uint64_t q8_act_bytes(int64_t n_in, int64_t n_tok);
 void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, hipStream_t s);
 bool launch_matvec_q8(DType type, const void* w, int64_t n_in, int64_t n_out, const void* q8,
                       int64_t n_tok, const float* bias, float* out, hipStream_t s);
+// RMSNorm of whole rows (x [rows, cols], rows <= kMatvecMaxTokens, cols a multiple of 32) that
+// also leaves the output's q8 activations in q8 (q8_act_bytes(cols, rows)), as
+// launch_quantize_q8 would; false, enqueueing nothing, for shapes/alignments it does not take.
+bool launch_rms_norm_q8(const float* x, const float* w, int64_t cols, int64_t rows, float eps,
+                        float* out, void* q8, hipStream_t s);
+// GatedAct of [rows, cols] (rows <= kMatvecMaxTokens, cols a multiple of 32) that also leaves
+// the output's q8 activations in q8, as launch_rms_norm_q8 does.
+bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, int64_t rows,
+                     float* out, void* q8, hipStream_t s);
 // One thread spinning for `cycles` device clocks (the profiler holds the stream with it).
 void launch_spin(long long cycles, hipStream_t s);
 // True when the kernels above read weights of this type.

@@ -34,18 +34,17 @@ __global__ void k_softcap(const float* a, float cap, int64_t n, float* out) {
     if (i < n) out[i] = cap * tanhf(a[i] / cap);
 }
 
+// act(x): 0 = SiLU, 1 = GELU (tanh approximation).
+__device__ inline float gate_act(int act, float x) {
+    if (act == 0) return x / (1.0f + expf(-x));
+    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+    return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
 __global__ void k_gated(int act, const float* gate, const float* up, int64_t n, float* out) {
     const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const float x = gate[i];
-    float a;
-    if (act == 0) {
-        a = x / (1.0f + expf(-x));
-    } else {
-        constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-        a = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
-    }
-    out[i] = a * up[i];
+    out[i] = gate_act(act, gate[i]) * up[i];
 }
 
 // One thread busy for `cycles` clocks (the profiler's hold at the start of a step).
@@ -62,17 +61,68 @@ __device__ inline float sq4(float4 a) {
     return a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w;
 }
 
+// Shuffles inside aligned runs of 8 lanes (all 32 lanes of the warp call them).
+template <class V>
+__device__ inline V xor8(V v, int off) {
+#if defined(TANDEM_HIP_ON_CUDA)
+    return __shfl_xor_sync(0xffffffffu, v, off, 8);
+#else
+    return __shfl_xor(v, off, 8);
+#endif
+}
+
+// The q8 activations of one float4 (index i of the row; 8 consecutive threads hold a block of
+// 32), exactly as k_quantize_q8 makes them: d = max|x| / 127, q = round(x / d), s = d * sum q.
+// Every lane of the warp calls it; lanes with live == false add zeros and store nothing.
+__device__ inline void q8_store4(float4 a, int64_t i, bool live, int8_t* qs, float2* ds) {
+    float m = fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w)));
+    for (int off = 4; off > 0; off >>= 1) m = fmaxf(m, xor8(m, off));
+    const float d = m / 127.0f;
+    const int q0 = m > 0.0f ? int(rintf(a.x / d)) : 0, q1 = m > 0.0f ? int(rintf(a.y / d)) : 0,
+              q2 = m > 0.0f ? int(rintf(a.z / d)) : 0, q3 = m > 0.0f ? int(rintf(a.w / d)) : 0;
+    int sum = q0 + q1 + q2 + q3;
+    for (int off = 4; off > 0; off >>= 1) sum += xor8(sum, off);
+    if (!live) return;
+    reinterpret_cast<uint32_t*>(qs)[i] = (uint32_t(q0) & 0xffu) | ((uint32_t(q1) & 0xffu) << 8) |
+                                         ((uint32_t(q2) & 0xffu) << 16) | (uint32_t(q3) << 24);
+    if (threadIdx.x % 8 == 0) ds[i / 8] = make_float2(d, d * float(sum));
+}
+
+// GatedAct that also leaves its output's q8 activations (n4 float4s, rows of a multiple of 32
+// floats, so blocks of 32 never straddle rows and the flat layout is the per-row one).
+__global__ void __launch_bounds__(kBlock)
+    k_gated4_q8(int act, const float4* gate, const float4* up, int64_t n4, float4* out, int8_t* qs,
+                float2* ds) {
+    const int64_t i = int64_t(blockIdx.x) * kBlock + threadIdx.x;
+    const bool live = i < n4;
+    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (live) {
+        const float4 g = gate[i], u = up[i];
+        a = make_float4(gate_act(act, g.x) * u.x, gate_act(act, g.y) * u.y,
+                        gate_act(act, g.z) * u.z, gate_act(act, g.w) * u.w);
+        out[i] = a;
+    }
+    q8_store4(a, i, live, qs, ds);  // every lane: kBlock is a multiple of the warp
+}
+
 // The fast RMSNorm: grid.x = groups of `group` floats (a multiple of 4, 16-byte aligned rows),
 // 256 threads. Every thread issues all its 16-byte loads before using them and keeps them in
 // registers (a row is read once up to 4096 floats), 32-lane shuffles then one shared step
-// reduce the sum of squares.
+// reduce the sum of squares. Q8: also the output's q8 activations for the matmul reading it
+// (group = a whole row, a multiple of 32: qs [rows, group] int8, ds [rows, group / 32]).
+template <bool Q8>
 __global__ void __launch_bounds__(kNormThreads)
-    k_rms_norm4(const float* x, const float* w, int64_t group, float eps, float* out) {
+    k_rms_norm4(const float* x, const float* w, int64_t group, float eps, float* out, int8_t* qs,
+                float2* ds) {
     __shared__ float part[kNormThreads / kLaneGroup];
     const int64_t n4 = group / 4;
     const auto* xr = reinterpret_cast<const float4*>(x + int64_t(blockIdx.x) * group);
     auto* o = reinterpret_cast<float4*>(out + int64_t(blockIdx.x) * group);
     const auto* w4 = reinterpret_cast<const float4*>(w);
+    if constexpr (Q8) {
+        qs += int64_t(blockIdx.x) * group;
+        ds += int64_t(blockIdx.x) * (group / 32);
+    }
     float4 v[kNormRegs];
 #pragma unroll
     for (int k = 0; k < kNormRegs; ++k) {
@@ -95,13 +145,22 @@ __global__ void __launch_bounds__(kNormThreads)
         const float4 m = w4 ? w4[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
         return make_float4(a.x * s * m.x, a.y * s * m.y, a.z * s * m.z, a.w * s * m.w);
     };
+    // Trips are uniform over the block (the q8 shuffles need every lane): the registers first,
+    // then the rest of a long row, read again.
+    auto put = [&](float4 a, int64_t i, bool live) {
+        if (live) o[i] = a;
+        if constexpr (Q8) q8_store4(a, i, live, qs, ds);
+    };
 #pragma unroll
     for (int k = 0; k < kNormRegs; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kNormThreads;
-        if (i < n4) o[i] = scaled(v[k], i);
+        if (int64_t(k) * kNormThreads < n4)
+            put(i < n4 ? scaled(v[k], i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f), i, i < n4);
     }
-    for (int64_t i = threadIdx.x + kNormRegs * kNormThreads; i < n4; i += kNormThreads)
-        o[i] = scaled(xr[i], i);
+    for (int64_t base = kNormRegs * kNormThreads; base < n4; base += kNormThreads) {
+        const int64_t i = base + threadIdx.x;
+        put(i < n4 ? scaled(xr[i], i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f), i, i < n4);
+    }
 }
 
 // grid.x = groups; block kRowBlock.
@@ -203,8 +262,8 @@ void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_gr
                    "group " + std::to_string(group) + " x " + std::to_string(n_groups));
     const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
     if (n_groups > 0 && group % 4 == 0 && a16(x) && a16(out) && (!w || a16(w)))
-        hipLaunchKernelGGL(k_rms_norm4, dim3(static_cast<unsigned>(n_groups)), dim3(kNormThreads),
-                           0, s, x, w, group, eps, out);
+        hipLaunchKernelGGL(k_rms_norm4<false>, dim3(static_cast<unsigned>(n_groups)),
+                           dim3(kNormThreads), 0, s, x, w, group, eps, out, nullptr, nullptr);
     else if (n_groups > 0)
         hipLaunchKernelGGL(k_rms_norm, dim3(static_cast<unsigned>(n_groups)), dim3(kRowBlock), 0, s,
                            x, w, group, eps, out);
@@ -212,6 +271,35 @@ void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_gr
 
 void launch_spin(long long cycles, hipStream_t s) {
     hipLaunchKernelGGL(k_spin, dim3(1), dim3(1), 0, s, cycles);
+}
+
+bool launch_rms_norm_q8(const float* x, const float* w, int64_t cols, int64_t rows, float eps,
+                        float* out, void* q8, hipStream_t s) {
+    const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    if (!x || !out || !q8 || cols % 32 != 0 || rows < 1 || rows > kMatvecMaxTokens || !a16(x) ||
+        !a16(out) || (w && !a16(w)))
+        return false;
+    auto* qs = static_cast<int8_t*>(q8);
+    auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
+    hipLaunchKernelGGL(k_rms_norm4<true>, dim3(static_cast<unsigned>(rows)), dim3(kNormThreads), 0,
+                       s, x, w, cols, eps, out, qs, ds);
+    return true;
+}
+
+bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, int64_t rows,
+                     float* out, void* q8, hipStream_t s) {
+    const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    if (!gate || !up || !out || !q8 || cols % 32 != 0 || rows < 1 || rows > kMatvecMaxTokens ||
+        !a16(gate) || !a16(up) || !a16(out))
+        return false;
+    const int64_t n4 = rows * cols / 4;
+    auto* qs = static_cast<int8_t*>(q8);
+    auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
+    hipLaunchKernelGGL(k_gated4_q8, dim3(static_cast<unsigned>((n4 + kBlock - 1) / kBlock)),
+                       dim3(kBlock), 0, s, act, reinterpret_cast<const float4*>(gate),
+                       reinterpret_cast<const float4*>(up), n4, reinterpret_cast<float4*>(out), qs,
+                       ds);
+    return true;
 }
 
 void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows,

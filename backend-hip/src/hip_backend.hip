@@ -162,6 +162,7 @@ class HipBackend final : public Backend {
     void unmap_host_weights();
     void run_node(const Graph& g, const Node& n);
     std::string profile_key(const Graph& g, const Node& n, bool decode) const;
+    bool q8_for_next_matmul(const Graph& g, const Node& n) const;
     void check_node(const Graph& g, const Node& n) const;
     bool multi_rank() const { return collective_ && collective_->n_ranks() > 1; }
     void host_collective(const Graph& g, const Node& n);
@@ -677,6 +678,19 @@ void HipBackend::host_collective(const Graph& g, const Node& n) {
     check(hipStreamSynchronize(stream_), "copying collective output");
 }
 
+// Whether the node after n is a matmul that will read n's output as q8 activations.
+bool HipBackend::q8_for_next_matmul(const Graph& g, const Node& n) const {
+    const std::vector<Node>& nodes = g.nodes();
+    const size_t at = static_cast<size_t>(&n - nodes.data());
+    if (!q8_enabled_ || at + 1 >= nodes.size()) return false;
+    const Node& next = nodes[at + 1];
+    if (next.op != Op::MatMul || next.src[1] != n.out) return false;
+    const GraphTensor& x = g.tensor(n.out);
+    const WeightDesc& w = weight_of(g, next.src[0]).desc;
+    return w.ne[0] == x.cols() && q8_matvec_supported(w.type, w.ne[0], w.ne[1], x.rows()) &&
+           q8_scratch_.size() >= q8_act_bytes(x.cols(), x.rows());
+}
+
 // The profile table's row for a node: the op, and for matmuls the weight type and path.
 std::string HipBackend::profile_key(const Graph& g, const Node& n, bool decode) const {
     std::string key = std::string(decode ? "decode " : "prefill ") + op_name(n.op);
@@ -707,10 +721,25 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             launch_softcap(f32(n.src[0]), n.f[0], ne, y, stream_);
             break;
         case Op::GatedAct:
+            // The down projection's input: its q8 activations come out of the same kernel.
+            if (q8_for_next_matmul(g, n) &&
+                launch_gated_q8(n.i[0], f32(n.src[0]), f32(n.src[1]), out.cols(), out.rows(), y,
+                                q8_scratch_.data(), stream_)) {
+                q8_src_ = y, q8_rows_ = out.rows(), q8_cols_ = out.cols();
+                break;
+            }
             launch_gated(n.i[0], f32(n.src[0]), f32(n.src[1]), ne, y, stream_);
             break;
         case Op::RmsNorm: {
             const int64_t group = n.i[0] > 0 ? n.i[0] : out.cols();
+            if (group == out.cols() && q8_for_next_matmul(g, n)) {
+                // The norm also leaves its output's q8 activations for the matmuls after it.
+                if (launch_rms_norm_q8(f32(n.src[0]), opt_f32(n.src[1]), out.cols(), out.rows(),
+                                       n.f[0], y, q8_scratch_.data(), stream_)) {
+                    q8_src_ = y, q8_rows_ = out.rows(), q8_cols_ = out.cols();
+                    break;
+                }
+            }
             launch_rms_norm(f32(n.src[0]), opt_f32(n.src[1]), group, ne / group, n.f[0], y,
                             stream_);
             break;

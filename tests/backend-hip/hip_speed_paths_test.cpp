@@ -6,6 +6,9 @@
 //   activation rounding, bounded like the CPU backend's q8 path) and the CPU backend (printed);
 // - the quantised input reused by consecutive matmuls of one input and redone after it changes;
 // - TANDEM_HIP_Q8=0 going back to the f32-activation kernel (exact);
+// - a GatedAct (SiLU, GELU) feeding the down projection leaving its q8 activations itself;
+// - an RMSNorm feeding a matmul leaving the q8 activations itself (the same as quantising its
+//   output);
 // - the vectorised RMSNorm on model-sized rows (all in registers, longer rows re-read, per-head
 //   groups) against a double formula.
 // The GPU cases skip without a HIP device; the item code of the q8 matvec (hip_q8_dot.h) also
@@ -240,6 +243,75 @@ TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
         EXPECT_LT(
             reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matvec(w, x, 3)),
             1e-10);
+    }
+}
+
+TEST(HipSpeedPaths, RmsNormQuantisesForTheMatmulAfterIt) {
+    TANDEM_HIP_OR_SKIP(hip);
+    // (cols, tokens, weight type): registers only, partial warps (96), the re-read tail (14336).
+    const std::tuple<int64_t, int64_t, DType> cases[] = {{4096, 1, DType::Q4_0},
+                                                         {2304, 2, DType::Q6_K},
+                                                         {96, 8, DType::Q8_0},
+                                                         {14336, 3, DType::Q4_K},
+                                                         {5120, 5, DType::Q5_K}};
+    for (auto [cols, T, t] : cases) {
+        auto x = random_floats(size_t(cols * T), uint32_t(cols + T), -3, 3);
+        QuantWeight nw(DType::F32, {cols, 1, 1}, 4), w(t, {cols, 37, 1}, 5);
+        OpGraph g;
+        std::vector<float> normed, y;
+        const TensorId nt = g.output(normed, cols, T);
+        g.node(Op::RmsNorm, nt, {g.input(x.data(), cols, T), g.weight(*hip, nw)}, {0, 0, 0, 0},
+               {1e-5f, 0});
+        g.node(Op::MatMul, g.output(y, 37, T), {g.weight(*hip, w), nt});
+        g.run(*hip);
+        std::vector<double> ref(x.size());
+        for (int64_t r = 0; r < T; ++r) {
+            double ss = 0;
+            for (int64_t i = 0; i < cols; ++i) ss += double(x[r * cols + i]) * x[r * cols + i];
+            const double inv = 1.0 / std::sqrt(ss / double(cols) + 1e-5);
+            for (int64_t i = 0; i < cols; ++i)
+                ref[r * cols + i] = x[r * cols + i] * inv * nw.values[i];
+        }
+        const std::string what = "norm+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
+                                 " " + std::string(dtype_name(t));
+        EXPECT_LT(reported_nmse(what + " norm", normed, ref), 1e-12) << what;
+        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matvec(w, q8_activations(normed), T)),
+                  1e-10)
+            << what;
+    }
+}
+
+TEST(HipSpeedPaths, GatedActQuantisesForTheMatmulAfterIt) {
+    TANDEM_HIP_OR_SKIP(hip);
+    // (cols, tokens, act): an 8B model's FFN width, a partial last block of threads (96 x 3).
+    const std::tuple<int64_t, int64_t, int32_t> cases[] = {
+        {14336, 1, 0}, {14336, 2, 1}, {96, 3, 0}, {2304, 8, 1}};
+    for (auto [cols, T, act] : cases) {
+        auto gate = random_floats(size_t(cols * T), uint32_t(cols + T), -4, 4);
+        auto up = random_floats(size_t(cols * T), uint32_t(cols + T + 1), -2, 2);
+        const DType t = cols % 256 == 0 ? DType::Q4_K : DType::Q4_0;
+        QuantWeight w(t, {cols, 29, 1}, 6);
+        OpGraph g;
+        std::vector<float> h, y;
+        const TensorId ht = g.output(h, cols, T);
+        g.node(Op::GatedAct, ht, {g.input(gate.data(), cols, T), g.input(up.data(), cols, T)},
+               {act, 0, 0, 0});
+        g.node(Op::MatMul, g.output(y, 29, T), {g.weight(*hip, w), ht});
+        g.run(*hip);
+        std::vector<double> ref(h.size());
+        for (size_t i = 0; i < ref.size(); ++i) {
+            const double x = gate[i];
+            const double a =
+                act == 0
+                    ? x / (1.0 + std::exp(-x))
+                    : 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+            ref[i] = a * up[i];
+        }
+        const std::string what = "gated+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
+                                 " act " + std::to_string(act);
+        EXPECT_LT(reported_nmse(what + " act", h, ref), 1e-10) << what;
+        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matvec(w, q8_activations(h), T)), 1e-10)
+            << what;
     }
 }
 
