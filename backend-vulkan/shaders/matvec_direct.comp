@@ -6,8 +6,6 @@
 // (dq_group, branch-free: a step's last groups are clamped and weighted 0) and reads the
 // activations straight from memory as 16-byte loads (the same x for every row: L1 hits). No
 // barrier until the final reduction, where matvec.comp waits for each staged chunk.
-// GATED = act + 1: x is GatedAct's output computed on the fly, act(x) * x2 (the gate and up
-// matvecs' outputs), so the down projection needs no separate gated_act dispatch and barrier.
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
@@ -18,11 +16,9 @@ layout(constant_id = 1) const uint WG = 128;
 layout(constant_id = 2) const uint ROWS = 2;
 layout(constant_id = 3) const uint TOK = 1;
 layout(constant_id = 4) const uint SUBGROUP_ADD = 0;  // 1: TPR is a multiple of the subgroup size
-layout(constant_id = 5) const uint GATED = 0;         // 0: x as is; 1 + Activation: act(x) * x2
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
-    Floats x2;
 } p;
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 const uint TPR = WG / ROWS, UNROLL = 2u;
@@ -36,7 +32,7 @@ void main() {
     const bool live = o < p.n_out;
     const uint ro = live ? o * p.row_bytes : 0u;
     const uint ng = p.n_in / 32u;
-    Vec4s x = Vec4s(p.x), x2 = Vec4s(p.x2);
+    Vec4s x = Vec4s(p.x);
     float acc[TOK];
     [[unroll]] for (uint k = 0u; k < TOK; ++k) acc[k] = 0.0;
     if (live)
@@ -56,12 +52,7 @@ void main() {
                     const uint xb = ((t0 + k) * p.n_in + gs[j] * 32u) >> 2;
                     float s = 0.0;
                     [[unroll]] for (uint e = 0u; e < 8u; ++e) {
-                        vec4 xv = x.v[xb + e];
-                        if (GATED != 0u) {
-                            const vec4 u = x2.v[xb + e];
-                            xv = vec4(act(GATED - 1u, xv.x), act(GATED - 1u, xv.y),
-                                      act(GATED - 1u, xv.z), act(GATED - 1u, xv.w)) * u;
-                        }
+                        const vec4 xv = x.v[xb + e];
                         s += v[j][4u * e] * xv.x + v[j][4u * e + 1u] * xv.y +
                              v[j][4u * e + 2u] * xv.z + v[j][4u * e + 3u] * xv.w;
                     }

@@ -350,10 +350,6 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
         return;
     }
     ensure_attention_partials(g);
-    uses_.assign(g.tensors().size(), 0);
-    for (const Node& n : g.nodes())
-        for (TensorId s : n.src)
-            if (s != kNoTensor) ++uses_[static_cast<size_t>(s)];
     CachedStep* rec = cache ? new_cached(key) : nullptr;
     pool_ = rec ? &rec->cbs : &cbs_;
     barriers_ = 0;
@@ -365,9 +361,6 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
             if (i + 1 < n_nodes && try_fuse_add_norm(g, n, g.nodes()[i + 1])) {
                 ++i;
                 if (profiler_) profiler_->mark(cb_, "add+rms_norm");
-            } else if (i + 1 < n_nodes && try_fuse_gated_matvec(g, n, g.nodes()[i + 1])) {
-                ++i;
-                if (profiler_) profiler_->mark(cb_, "gated_act+" + node_label(g, g.nodes()[i]));
             } else {
                 record_node(g, n);
                 if (profiler_) profiler_->mark(cb_, node_label(g, n));

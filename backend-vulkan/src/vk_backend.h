@@ -94,7 +94,6 @@ class VulkanBackend final : public Backend {
     // Records `add` and the `norm` after it as one dispatch when that is safe; false: neither
     // is recorded.
     bool try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm);
-    bool try_fuse_gated_matvec(const Graph& g, const Node& gated, const Node& mm);
     // Host-side checks of a step (token ids, context length): they run every step, recorded
     // or replayed, before anything is queued.
     void check_step(const Graph& g, const StepIO& io) const;
@@ -146,10 +145,9 @@ class VulkanBackend final : public Backend {
     std::vector<std::unique_ptr<CachedStep>> cached_;
     uint64_t generation_ = 0;  // bumped whenever a buffer recorded commands use may have moved
     uint64_t use_clock_ = 0;
-    bool cache_steps_ = true;     // TANDEM_VK_CACHE=0 re-records every step
-    bool fuse_ = true;            // TANDEM_VK_FUSE=0: every node its own dispatch
-    std::vector<uint32_t> uses_;  // nodes reading each tensor, for the graph being recorded
-    uint32_t nodes_in_cb_ = 0;    // nodes recorded into cb_
+    bool cache_steps_ = true;   // TANDEM_VK_CACHE=0 re-records every step
+    bool fuse_ = true;          // TANDEM_VK_FUSE=0: every node its own dispatch
+    uint32_t nodes_in_cb_ = 0;  // nodes recorded into cb_
     bool split_submit_ = true;
     std::vector<Weight> weights_;
     std::vector<Buffer> kv_;

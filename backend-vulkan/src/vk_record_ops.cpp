@@ -51,7 +51,6 @@ struct RowsPush {
 struct MatPush {
     uint64_t w, x, y, bias;
     uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
-    uint64_t x2;  // matvec_direct GATED: the up input (after the fields the other kernels read)
 };
 struct RopePush {
     uint64_t x, pos, ff, y, table;
@@ -174,30 +173,6 @@ bool VulkanBackend::try_fuse_add_norm(const Graph& g, const Node& add, const Nod
     else
         dispatch("rms_norm", {wg, sg, vec4, 1}, &p, sizeof p, split_x(n_groups), split_z(n_groups),
                  1, {a, b}, {s, y});
-    return true;
-}
-
-// GatedAct whose only consumer is the next MatMul: the direct matvec computes act(gate) * up as
-// it loads x (GATED), one dispatch and barrier less per FFN.
-bool VulkanBackend::try_fuse_gated_matvec(const Graph& g, const Node& gated, const Node& mm) {
-    if (!fuse_ || gated.op != Op::GatedAct || mm.op != Op::MatMul || mm.src[1] != gated.out ||
-        mm.src[2] != kNoTensor || g.tensor(gated.out).role != TensorRole::Activation ||
-        uses_.at(static_cast<size_t>(gated.out)) != 1)
-        return false;
-    const WeightDesc& w = weight_desc(g, mm.src[0]);
-    const int64_t T = g.tensor(mm.src[1]).rows();
-    const MatmulPlan plan = plan_matmul(w, T);
-    const Ref gate = ref(g, gated.src[0]), up = ref(g, gated.src[1]), y = ref(g, mm.out);
-    if (plan.tiled || !plan.direct || gate.address % 16 != 0 || up.address % 16 != 0) return false;
-    const Ref wr = ref(g, mm.src[0]);
-    MatPush p{wr.address,   gate.address, y.address,           wr.address, u32(w.ne[0]),
-              u32(w.ne[1]), u32(T),       weight_row_bytes(w), 0u,         up.address};
-    const uint64_t groups = (uint64_t(w.ne[1]) + plan.rows - 1) / plan.rows;
-    dispatch("matvec_direct",
-             {shader_type(g, mm.src[0]), plan.wg, plan.rows, plan.tok, plan.subgroup_add,
-              uint32_t(gated.i[0]) + 1},
-             &p, sizeof p, split_x(groups), u32((T + plan.tok - 1) / plan.tok), split_z(groups),
-             {gate, up}, {y});
     return true;
 }
 
