@@ -207,10 +207,15 @@ void CpuBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
                               data_of(g, n.src[1], io), data_of(g, n.src[2], io), p, y);
             break;
         }
-        case Op::MoeRoute:
+        case Op::MoeRoute: {
+            const int64_t n_expert = g.tensor(n.src[0]).cols();
+            if (n.i[0] < 1 || n.i[0] > n_expert)
+                throw Error("cpu backend: moe_route k=" + std::to_string(n.i[0]) +
+                            " must be in [1, " + std::to_string(n_expert) + "] (the expert count)");
             cpu::op_moe_route(f32(n.src[0]), out.rows(), g.tensor(n.src[0]).cols(), n.i[0],
                               n.i[1] != 0, y);
             break;
+        }
         case Op::MoeFfn:
             cpu::op_moe_ffn(pool_, ws_, f32(n.src[0]), out.rows(), f32(n.src[1]),
                             static_cast<int>(g.tensor(n.src[1]).cols() / 2),
