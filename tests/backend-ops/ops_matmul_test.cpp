@@ -20,10 +20,18 @@ bool is_float(DType t) {
 }
 
 // Bound vs the double sum. The CPU backend quantises activations to q8 for block types: that,
-// not its kernels, bounds its error. The GPU kernels keep f32 activations: rounding only.
-double bound_vs_f64(const std::string& backend, DType t) {
+// not its kernels, bounds its error. So does HIP's decode matvec (1-8 tokens) for the types it
+// runs over q8 activations (hip_speed_paths_test checks it against the q8 reference at 1e-10);
+// the other GPU kernels keep f32 activations: rounding only.
+double bound_vs_f64(const std::string& backend, DType t, int64_t tokens) {
     if (backend == "cpu") return t == DType::F32 ? 1e-10 : is_float(t) ? 1e-8 : 2e-4;
-    return backend == "hip" ? 1e-10 : 1e-9;
+    if (backend == "hip") {
+        const bool q8_matvec =
+            tokens <= 8 && (t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K ||
+                            t == DType::Q5_K || t == DType::Q6_K);
+        return q8_matvec ? 2e-4 : 1e-10;
+    }
+    return 1e-9;
 }
 // A GPU backend vs the CPU backend: the CPU's q8 activations dominate for block types.
 double bound_vs_cpu(DType t) {
@@ -53,7 +61,7 @@ TEST_P(MatOps, EveryTypeAndShape) {
             check("mat_mul",
                   std::string(dtype_name(t)) + " " + std::to_string(n_in) + "x" +
                       std::to_string(n_out) + " T=" + std::to_string(T),
-                  run_graph(*be, build), ref_matmul(w, x, T), bound_vs_f64(GetParam(), t),
+                  run_graph(*be, build), ref_matmul(w, x, T), bound_vs_f64(GetParam(), t, T),
                   cpu_output(build), bound_vs_cpu(t));
         }
 }
@@ -71,8 +79,8 @@ TEST_P(MatOps, WithBias) {
             g.node(Op::MatMul, g.output(out, 45, T), {wt, g.input(x.data(), n_in, T), bt});
         };
         check("mat_mul+bias", std::string(dtype_name(t)) + " T=" + std::to_string(T),
-              run_graph(*be, build), ref_matmul(w, x, T, &bias.values), bound_vs_f64(GetParam(), t),
-              cpu_output(build), bound_vs_cpu(t));
+              run_graph(*be, build), ref_matmul(w, x, T, &bias.values),
+              bound_vs_f64(GetParam(), t, T), cpu_output(build), bound_vs_cpu(t));
     }
 }
 
