@@ -101,6 +101,46 @@ TEST(Gemm, PanelsAndTokenTilesMatchScalarAndReference) {
     }
 }
 
+// The one-token GEMV (gemv_avx512.cpp, Q4_0) against the row kernels of the scalar level and the
+// double reference: block counts with and without a tail after the groups of 8, row ranges.
+TEST(Gemv, Q4_0OneTokenMatchesScalarAndReference) {
+    if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+    const DType t = DType::Q4_0;
+    uint32_t seed = 7100;
+    for (int64_t n_in : {int64_t(32), int64_t(256), int64_t(352), int64_t(4096), int64_t(4128)}) {
+        const int64_t n_out = 37;
+        SCOPED_TRACE("n_in " + std::to_string(n_in));
+        const auto w = weight_rows(t, n_in, n_out, seed);
+        seed += 100;
+        const size_t rb = row_bytes(t, static_cast<uint64_t>(n_in));
+        std::vector<float> wf(static_cast<size_t>(n_in * n_out));
+        for (int64_t r = 0; r < n_out; ++r)
+            dequantize_row(t, w.data() + r * rb, wf.data() + r * n_in, n_in);
+        const auto xv = random_row(n_in, seed++);
+        Activations acts, scalar_acts;
+        acts.prepare(t, xv.data(), n_in, 1, Isa::Avx512);
+        scalar_acts.prepare(t, xv.data(), n_in, 1, Isa::Scalar);
+        ASSERT_NE(acts.block_sums(), nullptr) << "one token at AVX-512 must carry block sums";
+        std::vector<float> y(static_cast<size_t>(n_out + 2), -777.f), y_scalar(y.size(), -777.f);
+        for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 11}, {11, 12}, {12, n_out}})
+            matmul(t, w.data(), n_in, b, e, acts, y.data(), 1, Isa::Avx512);
+        matmul(t, w.data(), n_in, 0, n_out, scalar_acts, y_scalar.data(), 1, Isa::Scalar);
+        const auto a = act_values(acts, 0);
+        for (int64_t r = 0; r < n_out; ++r) {
+            double ref = 0, mag = 0;
+            for (int64_t i = 0; i < n_in; ++i) {
+                ref += double(wf[r * n_in + i]) * a[i];
+                mag += std::fabs(double(wf[r * n_in + i]) * a[i]);
+            }
+            // The offset term comes off in float: still within 2e-5 of the magnitude.
+            const double tol = mag * 2e-5 + 1e-6;
+            ASSERT_NEAR(y[r], ref, tol) << "row " << r;
+            ASSERT_NEAR(y[r], y_scalar[r], 2 * tol) << "row " << r;
+        }
+        ASSERT_EQ(y[n_out], -777.f) << "wrote past the rows";
+    }
+}
+
 // Weights whose stored value is the type's offset (Q4_0 nibble 8, Q5_0 16, Q6_K 32, Q8_0 0) with
 // scale 1 are exact zeros: the offsets the GEMM adds to make them unsigned must come off exactly,
 // also with saturated activations (every q8 +127, block sums 32 * 127).
@@ -108,7 +148,7 @@ TEST(Gemm, OffsetsCancelExactly) {
     if (!isa_supported(Isa::Avx512)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
     const uint16_t one = fp32_to_fp16(1.f);
     for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q6_K}) {
-        const int64_t n_in = 512, n_out = 20, n_tok = 8;
+        const int64_t n_in = 512, n_out = 20;
         const auto& tr = dtype_traits(t);
         std::vector<uint8_t> w(row_bytes(t, n_in) * n_out);
         for (size_t off = 0; off < w.size(); off += tr.block_bytes) {
@@ -133,10 +173,12 @@ TEST(Gemm, OffsetsCancelExactly) {
         std::vector<float> deq(static_cast<size_t>(n_in));
         dequantize_row(t, w.data(), deq.data(), n_in);
         for (float v : deq) ASSERT_EQ(v, 0.f) << dtype_name(t) << ": the test's blocks are not 0";
-        std::vector<float> x(static_cast<size_t>(n_in * n_tok), 3.f);
-        std::vector<float> y(static_cast<size_t>(n_out * n_tok), -1.f);
-        matmul(t, w.data(), n_in, 0, n_out, x.data(), n_tok, y.data(), n_out, Isa::Avx512);
-        for (float v : y) ASSERT_EQ(v, 0.f) << dtype_name(t);
+        for (int64_t n_tok : {int64_t(8), int64_t(1)}) {  // GEMM, and the one-token GEMV
+            std::vector<float> x(static_cast<size_t>(n_in * n_tok), 3.f);
+            std::vector<float> y(static_cast<size_t>(n_out * n_tok), -1.f);
+            matmul(t, w.data(), n_in, 0, n_out, x.data(), n_tok, y.data(), n_out, Isa::Avx512);
+            for (float v : y) ASSERT_EQ(v, 0.f) << dtype_name(t) << " tokens " << n_tok;
+        }
     }
 }
 

@@ -66,9 +66,10 @@ void Activations::prepare(DType weight, const float* x, int64_t n_in, int64_t n_
     data_ = out;
     buf_->block_d.clear();
     buf_->block_sum.clear();
-    if (fmt == DType::Q8_0 && n_tokens >= 2) {
-        // The GEMM multiplies unsigned weights (q + offset) and folds -offset * sum(q_act) into
-        // each block's integer sum; scales as f32 save a conversion per (block, token, panel).
+    if (fmt == DType::Q8_0 && (n_tokens >= 2 || isa == Isa::Avx512)) {
+        // The GEMM (and the one-token GEMV) multiply unsigned weights (q + offset) and fold
+        // -offset * sum(q_act) into each block's sum; scales as f32 save a conversion per
+        // (block, token, panel).
         const size_t nb = static_cast<size_t>(n_tokens) * static_cast<size_t>(n_in / QK);
         buf_->block_d.resize(nb);
         buf_->block_sum.resize(nb);
@@ -116,6 +117,12 @@ void matmul(DType wt, const void* w, int64_t n_in, int64_t row_begin, int64_t ro
     if (n_tokens >= kGemmMinTokens && isa == Isa::Avx512 && gemm_enabled()) {
         if (const GemmFn gemm = avx512_gemm(wt)) {
             gemm(wb, w_stride, n_in, row_begin, row_end, x, y, y_stride);
+            return;
+        }
+    }
+    if (n_tokens == 1 && isa == Isa::Avx512 && x.block_sums()) {
+        if (const GemvFn gemv = avx512_gemv(wt)) {
+            gemv(wb, w_stride, n_in, row_begin, row_end, x, y);
             return;
         }
     }
