@@ -16,6 +16,7 @@ AppSettings AppSettings::load() {
     a.apiServer = s.value(QStringLiteral("services/api"), a.apiServer).toBool();
     a.apiPort = s.value(QStringLiteral("services/apiPort"), a.apiPort).toInt();
     a.lastModel = s.value(QStringLiteral("library/lastModel"), a.lastModel).toString();
+    a.coordinate = s.value(QStringLiteral("cluster/coordinate"), a.coordinate).toBool();
     return a;
 }
 
@@ -33,6 +34,10 @@ void AppSettings::save() const {
 
 void AppSettings::saveLastModel(const QString& path) {
     QSettings().setValue(QStringLiteral("library/lastModel"), path);
+}
+
+void AppSettings::saveCoordinate(bool on) {
+    QSettings().setValue(QStringLiteral("cluster/coordinate"), on);
 }
 
 }  // namespace tandem::ui

@@ -15,11 +15,14 @@ struct AppSettings {
     bool apiServer = false;                   // serve the OpenAI-compatible API
     int apiPort = 8080;                       // on 127.0.0.1
     QString lastModel;                        // the model picked last (loaded at start)
+    bool coordinate = false;                  // run the chat's model over the paired nodes
 
     static AppSettings load();
-    // Everything but lastModel, which saveLastModel writes when a model is picked.
+    // Everything but lastModel and coordinate, which their own savers write when they change.
     void save() const;
     static void saveLastModel(const QString& path);
+    // The Cluster page's Coordinate switch, written when it is toggled.
+    static void saveCoordinate(bool on);
 };
 
 }  // namespace tandem::ui

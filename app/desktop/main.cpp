@@ -75,6 +75,8 @@ void scheduleScreenshot(tandem::ui::MainWindow& window, const Screenshot& shot, 
         return;
     }
     if (!shot.prompt.isEmpty() && haveModel) {
+        // A short reply: the whole exchange (question and answer) fits the window.
+        chat->setMaxTokens(64);
         QObject::connect(chat, &tandem::ui::ChatPage::modelReady, chat,
                          [chat, prompt = shot.prompt] { chat->send(prompt); });
         QObject::connect(chat, &tandem::ui::ChatPage::generationFinished, chat,

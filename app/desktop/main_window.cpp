@@ -1,5 +1,6 @@
 #include "main_window.h"
 
+#include <QCheckBox>
 #include <QCloseEvent>
 #include <QHBoxLayout>
 #include <QSettings>
@@ -134,6 +135,10 @@ MainWindow::MainWindow(std::shared_ptr<store::ChatStore> store, WindowOptions op
             [this](const QString& m) { settings_->setApiStatus(tr("Not running: %1").arg(m)); });
 
     applySettings(options_.settings);
+    // The Coordinate switch comes back as it was left; it acts once paired nodes are in sight.
+    cluster_->coordinateBox()->setChecked(options_.settings.coordinate);
+    connect(cluster_->coordinateBox(), &QCheckBox::toggled, this,
+            [](bool on) { AppSettings::saveCoordinate(on); });
     if (options_.startServices) {
         if (options_.settings.nodeService) node_->start(options_.node);
     }

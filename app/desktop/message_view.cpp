@@ -90,7 +90,7 @@ QString MessageView::markdown() {
             for (const QString& line : m.text.split(QLatin1Char('\n'))) {
                 if (isFence(line)) {
                     if (!inCode) {
-                        md += QStringLiteral("[⧉ Copy code](tandem:copy/%1)\n\n")
+                        md += QStringLiteral("[Copy code](tandem:copy/%1)\n\n")
                                   .arg(codeBlocks_.size());
                         code.clear();
                         codeBlocks_.push_back({});

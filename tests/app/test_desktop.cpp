@@ -1,6 +1,7 @@
 // Desktop integration and the Settings page: one instance per user (the real binary launched
 // twice), the window's geometry remembered, and the API server toggle serving the chat's model
 // over HTTP on 127.0.0.1 (the same server `tandem-cli serve` runs), answered by a real client.
+#include <QCheckBox>
 #include <QNetworkAccessManager>
 #include <QNetworkReply>
 #include <QProcess>
@@ -14,6 +15,7 @@
 #include "api_server_controller.h"
 #include "app_test_env.h"
 #include "chat_page.h"
+#include "cluster_page.h"
 #include "settings_page.h"
 #include "single_instance.h"
 #include "tandem/library/http.h"
@@ -103,6 +105,23 @@ class TestDesktop : public QObject {
         const auto saved = tandem::ui::AppSettings::load();
         QCOMPARE(saved.threads, 3);
         QCOMPARE(saved.contextSize, 2048);
+    }
+
+    void coordinateSwitchIsRemembered() {
+        std::shared_ptr<tandem::store::ChatStore> store =
+            tandem::store::ChatStore::open(dir_.filePath("coord.db").toStdString());
+        {
+            tandem::ui::MainWindow w(store, tandem::test::windowOptions(dir_.filePath("coord")));
+            QVERIFY(!w.clusterPage()->coordinateBox()->isChecked());
+            w.clusterPage()->coordinateBox()->setChecked(true);
+        }
+        QVERIFY(tandem::ui::AppSettings::load().coordinate);
+        auto options = tandem::test::windowOptions(dir_.filePath("coord"));
+        options.settings = tandem::ui::AppSettings::load();  // as the app's default options do
+        tandem::ui::MainWindow again(store, options);
+        QVERIFY(again.clusterPage()->coordinateBox()->isChecked());
+        again.clusterPage()->coordinateBox()->setChecked(false);
+        QVERIFY(!tandem::ui::AppSettings::load().coordinate);
     }
 
     void apiServerToggleServesTheChatModel() {
