@@ -15,6 +15,8 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 export TANDEM_INSTANCE_KEY="screenshots-$$" QT_QPA_PLATFORM=xcb
+# The shots' settings (last model, Coordinate, window state) stay out of the user's QSettings.
+export XDG_CONFIG_HOME="$work/config"
 shots=("${@:2}")
 want() { [ ${#shots[@]} -eq 0 ] || [[ " ${shots[*]} " == *" $1 "* ]]; }
 shot() { xvfb-run -a -s "-screen 0 1400x900x24" "$build/bin/tandem" --new-instance "$@"; }
