@@ -119,29 +119,35 @@ struct Q8Dot<DType::Q8_0> {
     }
 };
 
-// Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..15) =
-// chunk c = k / 4 (qs bytes 32c..32c+31), bytes 8j..8j+7 of it (j = k % 4): the low nibbles are
-// positions 8j.. of sub-block 2c, the high nibbles of sub-block 2c + 1; Q5_K's fifth bits are
-// bits 2c / 2c + 1 of qh bytes 8j..8j+7. Weight = d * scale * q - dmin * min, so a sub-block
-// adds d * scale * d_x * sum(q q_x) - dmin * min * s_x; the min term once, by the j == 0 item.
+// Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..7) =
+// chunk c = k / 2 (qs bytes 32c..32c+31), bytes 16j..16j+15 of it (j = k % 2, one 16-byte load):
+// the low nibbles are positions 16j.. of sub-block 2c, the high nibbles of sub-block 2c + 1;
+// Q5_K's fifth bits are bits 2c / 2c + 1 of qh bytes 16j..16j+15. Weight = d * scale * q - dmin
+// * min, so a sub-block adds d * scale * d_x * sum(q q_x) - dmin * min * s_x; the min term once,
+// by the j == 0 item. (Items of 16 bytes, not 8: the header and the 6-bit scales are decoded
+// once per 32 weights of a lane instead of per 16.)
 template <bool Five>
 struct Q8DotK45 {
-    static constexpr int kWeights = 256, kItems = 16, kBytes = Five ? 176 : 144, kAlign = 16;
+    static constexpr int kWeights = 256, kItems = 8, kBytes = Five ? 176 : 144, kAlign = 16;
     template <int TM>
     __device__ static void dot(const uint8_t* row, int64_t b, int k, const Act* x, int n_tok,
                                float (&acc)[TM]) {
         const uint8_t* blk = row + b * kBytes;
-        const int c = k / 4, j = k % 4;
+        const int c = k / 2, j = k % 2;
         const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
-        const uint2 qs = *reinterpret_cast<const uint2*>(blk + (Five ? 48 : 16) + 32 * c + 8 * j);
-        uint32_t lo0 = qs.x & 0x0F0F0F0Fu, lo1 = qs.y & 0x0F0F0F0Fu;
-        uint32_t hi0 = (qs.x >> 4) & 0x0F0F0F0Fu, hi1 = (qs.y >> 4) & 0x0F0F0F0Fu;
+        const uint4 qs = *reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * c + 16 * j);
+        uint32_t lo[4] = {qs.x & 0x0F0F0F0Fu, qs.y & 0x0F0F0F0Fu, qs.z & 0x0F0F0F0Fu,
+                          qs.w & 0x0F0F0F0Fu};
+        uint32_t hi[4] = {(qs.x >> 4) & 0x0F0F0F0Fu, (qs.y >> 4) & 0x0F0F0F0Fu,
+                          (qs.z >> 4) & 0x0F0F0F0Fu, (qs.w >> 4) & 0x0F0F0F0Fu};
         if constexpr (Five) {
-            const uint2 qh = *reinterpret_cast<const uint2*>(blk + 16 + 8 * j);
-            lo0 |= ((qh.x >> (2 * c)) & 0x01010101u) << 4;
-            lo1 |= ((qh.y >> (2 * c)) & 0x01010101u) << 4;
-            hi0 |= ((qh.x >> (2 * c + 1)) & 0x01010101u) << 4;
-            hi1 |= ((qh.y >> (2 * c + 1)) & 0x01010101u) << 4;
+            const uint4 qh4 = *reinterpret_cast<const uint4*>(blk + 16 + 16 * j);
+            const uint32_t qh[4] = {qh4.x, qh4.y, qh4.z, qh4.w};
+            TANDEM_Q8_UNROLL
+            for (int i = 0; i < 4; ++i) {
+                lo[i] |= ((qh[i] >> (2 * c)) & 0x01010101u) << 4;
+                hi[i] |= ((qh[i] >> (2 * c + 1)) & 0x01010101u) << 4;
+            }
         }
         const float d = f16_bits_to_f32(uint16_t(hdr.x & 0xffffu));
         const float dmin = f16_bits_to_f32(uint16_t(hdr.x >> 16));
@@ -170,10 +176,14 @@ struct Q8DotK45 {
         TANDEM_Q8_UNROLL
         for (int t = 0; t < TM; ++t) {
             if (t < n_tok) {
-                const int* xq = x[t].q + a0 * 8 + 2 * j;
+                const int* xq = x[t].q + a0 * 8 + 4 * j;
                 const float2 x0 = x[t].ds[a0], x1 = x[t].ds[a0 + 1];
-                const int s0 = dot4(int(lo0), xq[0], dot4(int(lo1), xq[1], 0));
-                const int s1 = dot4(int(hi0), xq[8], dot4(int(hi1), xq[9], 0));
+                const int s0 = dot4(
+                    int(lo[0]), xq[0],
+                    dot4(int(lo[1]), xq[1], dot4(int(lo[2]), xq[2], dot4(int(lo[3]), xq[3], 0))));
+                const int s1 = dot4(
+                    int(hi[0]), xq[8],
+                    dot4(int(hi[1]), xq[9], dot4(int(hi[2]), xq[10], dot4(int(hi[3]), xq[11], 0))));
                 acc[t] += d0 * x0.x * float(s0) - m0 * x0.y + d1 * x1.x * float(s1) - m1 * x1.y;
             }
         }
