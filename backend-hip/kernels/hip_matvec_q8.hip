@@ -99,21 +99,25 @@ __global__ void __launch_bounds__(kQ8Threads)
     }
 }
 
-// Lane groups per output row: 4 (default, a block per row) or TANDEM_HIP_Q8_GROUPS = 1 or 2
-// (4 or 2 rows per block), for tuning on a GPU.
-int q8_groups_per_row() {
+// Lane groups per output row: 1, 2 or 4 (4, 2 or 1 rows per block of 4 groups). Defaults from
+// an H200 decode sweep (8B, tg128, tok/s for 4 / 2 / 1 groups): Q4_K 198 / 199 / 206 (items of
+// 16 bytes: 128 per 4096-row, one per lane of a block), Q4_0 237 / 245 / 228; Q5_K follows Q4_K
+// (same items), the others keep 4. TANDEM_HIP_Q8_GROUPS = 1, 2 or 4 overrides, for tuning.
+int q8_groups_per_row(DType t) {
     // Read at every launch (a getenv per matmul when enqueued; replayed graphs keep theirs), so
     // one process can compare the settings.
-    const char* v = std::getenv("TANDEM_HIP_Q8_GROUPS");
-    const int n = v ? std::atoi(v) : 4;
-    return n == 1 || n == 2 ? n : 4;
+    if (const char* v = std::getenv("TANDEM_HIP_Q8_GROUPS")) {
+        const int n = std::atoi(v);
+        return n == 1 || n == 2 ? n : 4;
+    }
+    return t == DType::Q4_K || t == DType::Q5_K ? 1 : t == DType::Q4_0 ? 2 : 4;
 }
 
 template <DType T, int TM>
 void matvec_q8_launch(const uint8_t* w, int64_t stride, int64_t n_in, int64_t n_out,
                       const int8_t* xq, const float2* xds, int n_tok, const float* bias, float* out,
                       hipStream_t s) {
-    const int groups = q8_groups_per_row();
+    const int groups = q8_groups_per_row(T);
     const int64_t rows_per_block = (kQ8Threads / kLaneGroup) / groups;
     const dim3 grid(static_cast<unsigned>((n_out + rows_per_block - 1) / rows_per_block)),
         block(kQ8Threads);

@@ -175,11 +175,11 @@ TEST(HipSpeedPaths, Q8MatvecEveryTypeShapeAndTokenCount) {
             }
 }
 
-// TANDEM_HIP_Q8_GROUPS = 1 and 2: one or two lane groups per row (4 or 2 rows per block, the last
-// block partly past the end for odd row counts).
+// TANDEM_HIP_Q8_GROUPS = 1, 2 and 4: one, two or four lane groups per row (4, 2 or 1 rows per
+// block, the last block partly past the end for odd row counts); the default depends on the type.
 TEST(HipSpeedPaths, Q8MatvecLaneGroupsPerRow) {
     TANDEM_HIP_OR_SKIP(hip);
-    for (const char* groups : {"1", "2"}) {
+    for (const char* groups : {"1", "2", "4"}) {
         ::setenv("TANDEM_HIP_Q8_GROUPS", groups, 1);
         for (DType t : kQ8Types)
             for (auto [n_in, n_out, T] : {std::tuple<int64_t, int64_t, int64_t>{256, 1, 1},
