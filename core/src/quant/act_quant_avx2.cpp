@@ -10,13 +10,7 @@
 #include "tandem/quant/fp16.h"
 
 #if defined(__x86_64__)
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-#include <immintrin.h>
+#include "target_avx2_begin.inc"
 
 namespace tandem::quant::avx2 {
 namespace {
@@ -135,11 +129,7 @@ void quant_q8_k(const float* x, void* dst, int64_t n) {
 }
 
 }  // namespace tandem::quant::avx2
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "target_end.inc"
 
 #else
 #include "dequantize.h"

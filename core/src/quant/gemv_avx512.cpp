@@ -16,21 +16,7 @@
 #include "kernels.h"
 
 #if defined(__x86_64__)
-#if defined(__clang__)
-#pragma clang attribute push(                                                      \
-    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"))), \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
-#endif
-// GCC 12's _mm512_undefined_*() initialise a variable with itself (see kernels_avx512.cpp).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "target_avx512_begin.inc"
 
 namespace tandem::quant {
 namespace gemv512 {
@@ -118,12 +104,7 @@ GemvFn avx512_gemv(DType weight) {
 }
 
 }  // namespace tandem::quant
-#pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "target_avx512_end.inc"
 
 #else
 namespace tandem::quant {

@@ -9,14 +9,7 @@
 #include "kernels.h"
 
 #if defined(__x86_64__)
-// Everything compiled from here on may use AVX2; the headers above are compiled for the baseline.
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-#include <immintrin.h>
+#include "target_avx2_begin.inc"
 
 namespace tandem::quant {
 namespace avx2 {
@@ -46,11 +39,7 @@ const Kernels* avx2_kernels(DType weight) {
 }
 
 }  // namespace tandem::quant
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "target_end.inc"
 
 #else
 namespace tandem::quant {

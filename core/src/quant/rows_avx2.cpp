@@ -9,13 +9,7 @@
 #include "tandem/quant/fp16.h"
 
 #if defined(__x86_64__)
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-#include <immintrin.h>
+#include "target_avx2_begin.inc"
 
 namespace tandem::quant::avx2 {
 
@@ -167,11 +161,7 @@ void weighted_rows_f32(const void* rows, size_t row_stride, int64_t n_rows, cons
 }
 
 }  // namespace tandem::quant::avx2
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "target_end.inc"
 
 #else
 #include "dequantize.h"

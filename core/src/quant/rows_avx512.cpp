@@ -9,20 +9,7 @@
 #include "rows_simd.h"
 
 #if defined(__x86_64__)
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl"))), \
-                             apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")
-#endif
-// GCC 12's _mm512_undefined_*() initialise a variable with itself (see kernels_avx512.cpp).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "target_avx512_begin.inc"
 
 namespace tandem::quant::avx512 {
 namespace {
@@ -149,12 +136,7 @@ void weighted_rows_f32(const void* rows, size_t row_stride, int64_t n_rows, cons
 }
 
 }  // namespace tandem::quant::avx512
-#pragma GCC diagnostic pop
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "target_avx512_end.inc"
 
 #else
 namespace tandem::quant::avx512 {
