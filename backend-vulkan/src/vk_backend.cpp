@@ -361,6 +361,10 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
             if (i + 1 < n_nodes && try_fuse_add_norm(g, n, g.nodes()[i + 1])) {
                 ++i;
                 if (profiler_) profiler_->mark(cb_, "add+rms_norm");
+            } else if (const size_t fused = try_fuse_matvecs(g, i); fused > 1) {
+                if (profiler_)
+                    profiler_->mark(cb_, node_label(g, n) + " x" + std::to_string(fused));
+                i += fused - 1;
             } else {
                 record_node(g, n);
                 if (profiler_) profiler_->mark(cb_, node_label(g, n));

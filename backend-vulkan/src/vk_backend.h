@@ -94,6 +94,7 @@ class VulkanBackend final : public Backend {
     // Records `add` and the `norm` after it as one dispatch when that is safe; false: neither
     // is recorded.
     bool try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm);
+    size_t try_fuse_matvecs(const Graph& g, size_t at);
     // Host-side checks of a step (token ids, context length): they run every step, recorded
     // or replayed, before anything is queued.
     void check_step(const Graph& g, const StepIO& io) const;

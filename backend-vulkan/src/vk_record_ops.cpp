@@ -1,6 +1,7 @@
 // Records one graph node as compute dispatches. Push-constant structs mirror the shaders'
 // push_constant blocks (device addresses first, then 32-bit fields).
 #include <algorithm>
+#include <cstddef>
 
 #include "tandem/backend/collective.h"
 #include "tandem/common/error.h"
@@ -52,6 +53,14 @@ struct MatPush {
     uint64_t w, x, y, bias;
     uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
 };
+// matvec.comp with PARTS = 2, 3: the second and third matrices after MatPush's first (the
+// shader's block continues at offset 56, where C++ puts w1 after MatPush's tail padding).
+struct MatPartsPush {
+    MatPush first;
+    uint64_t w1, w2, y1, y2;
+    uint32_t n_out1, n_out2;
+};
+static_assert(offsetof(MatPartsPush, w1) == 56 && sizeof(MatPartsPush) == 96);
 struct RopePush {
     uint64_t x, pos, ff, y, table;
     uint32_t n_tok, n_head, head_dim, n_rot, neox, has_ff, has_table;
@@ -131,6 +140,65 @@ void VulkanBackend::ensure_attention_partials(const Graph& g) {
 // when the norm's output cannot overwrite what another workgroup has yet to read of the add's
 // inputs (the planner may give it their memory once they are dead; the fused kernel still
 // reads them).
+// Up to three MatMul nodes from nodes[at] on that read the same activations with weights of one
+// type and row length, without bias, on the staged decode matvec (q/k/v, gate/up): one dispatch
+// over all their rows. Returns the nodes recorded (0: none, the caller records nodes[at] alone).
+size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
+    const std::vector<Node>& nodes = g.nodes();
+    const Node& first = nodes[at];
+    if (!fuse_ || first.op != Op::MatMul || first.src[2] != kNoTensor) return 0;
+    const WeightDesc& w0 = weight_desc(g, first.src[0]);
+    const int64_t T = g.tensor(first.src[1]).rows();
+    const MatmulPlan plan = plan_matmul(w0, T);
+    if (plan.tiled || plan.direct) return 0;
+    const uint32_t type = shader_type(g, first.src[0]);
+    size_t n = 1;
+    while (n < 3 && at + n < nodes.size()) {
+        const Node& m = nodes[at + n];
+        if (m.op != Op::MatMul || m.src[1] != first.src[1] || m.src[2] != kNoTensor ||
+            shader_type(g, m.src[0]) != type || weight_desc(g, m.src[0]).ne[0] != w0.ne[0])
+            break;
+        ++n;
+    }
+    if (n < 2) return 0;
+    const Ref x = ref(g, first.src[1]);
+    MatPartsPush p{};
+    Ref outs[3];
+    uint64_t rows = 0;
+    for (size_t k = 0; k < n; ++k) {
+        const Node& m = nodes[at + k];
+        const Ref wr = ref(g, m.src[0]), y = ref(g, m.out);
+        const auto n_out = u32(weight_desc(g, m.src[0]).ne[1]);
+        rows += n_out;
+        outs[k] = y;
+        if (k == 0)
+            p.first = MatPush{wr.address,
+                              x.address,
+                              y.address,
+                              wr.address,
+                              u32(w0.ne[0]),
+                              n_out,
+                              u32(T),
+                              weight_row_bytes(w0),
+                              0u};
+        else if (k == 1)
+            p.w1 = wr.address, p.y1 = y.address, p.n_out1 = n_out;
+        else
+            p.w2 = wr.address, p.y2 = y.address, p.n_out2 = n_out;
+    }
+    const uint64_t groups = (rows + plan.rows - 1) / plan.rows;
+    const std::vector<uint32_t> spec{type,     plan.wg,           plan.rows,
+                                     plan.tok, plan.subgroup_add, uint32_t(n)};
+    const uint32_t gy = u32((T + plan.tok - 1) / plan.tok);
+    if (n == 2)
+        dispatch("matvec", spec, &p, sizeof p, split_x(groups), gy, split_z(groups), {x},
+                 {outs[0], outs[1]});
+    else
+        dispatch("matvec", spec, &p, sizeof p, split_x(groups), gy, split_z(groups), {x},
+                 {outs[0], outs[1], outs[2]});
+    return n;
+}
+
 bool VulkanBackend::try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm) {
     if (!fuse_ || add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out)
         return false;

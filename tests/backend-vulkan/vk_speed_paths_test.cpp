@@ -2,10 +2,14 @@
 // (registers + vector loads, and the strided fallback past 8192), decode steps replayed from
 // cached command buffers while n_past grows (and with other graphs in between), split-K decode
 // attention (many chunks, odd lengths, GQA, sliding window, softcap, f16/f32 cache), and the
-// direct matvec (activations read from memory, no shared staging) for every weight type, and
-// Q4_0 / Q8_0 weights repacked at upload (TANDEM_VK_REPACK=1) through every kernel reading them.
+// direct matvec (activations read from memory, no shared staging) for every weight type,
+// Q4_0 / Q8_0 weights repacked at upload (TANDEM_VK_REPACK=1) through every kernel reading them,
+// and consecutive matvecs of one input fused into one dispatch.
+#include <array>
 #include <cstdlib>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "vk_test_support.h"
 
@@ -237,6 +241,55 @@ TEST(VulkanSpeedPaths, DirectMatvecEveryType) {
                     << mv << " " << dtype_name(t) << " " << s.n_in << "x" << s.n_out
                     << " T=" << s.T;
             }
+    }
+}
+
+// Consecutive MatMuls reading one input (q/k/v, gate/up) run as one matvec dispatch over all
+// their rows when the weights share type and row length and have no bias: every output against
+// the double product, with row counts that make workgroups straddle two matrices, a type change
+// that ends the run, a bias that breaks it, and 1-3 tokens.
+TEST(VulkanSpeedPaths, MatvecsSharingAnInputFused) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    struct Case {
+        int64_t n_in, T;
+        std::vector<std::pair<DType, int64_t>> mats;  // (type, n_out) in node order
+        int with_bias;                                // node index with a bias, -1: none
+    };
+    const Case cases[] = {
+        {256, 1, {{DType::Q4_0, 67}, {DType::Q4_0, 16}, {DType::Q4_0, 16}}, -1},
+        {512, 3, {{DType::Q4_K, 33}, {DType::Q4_K, 9}, {DType::Q6_K, 40}}, -1},
+        {96, 2, {{DType::F16, 5}, {DType::F16, 7}}, -1},
+        {256, 1, {{DType::Q8_0, 30}, {DType::Q8_0, 11}, {DType::Q8_0, 12}}, 1},
+        {4096, 1, {{DType::Q4_0, 4096}, {DType::Q4_0, 1024}, {DType::Q4_0, 1024}}, -1},
+    };
+    for (const Case& c : cases) {
+        auto x = random_floats(size_t(c.n_in * c.T), uint32_t(c.n_in + c.T), -2, 2);
+        std::vector<QuantWeight> ws;
+        ws.reserve(c.mats.size());
+        for (size_t k = 0; k < c.mats.size(); ++k)
+            ws.emplace_back(c.mats[k].first, std::array<int64_t, 3>{c.n_in, c.mats[k].second, 1},
+                            uint32_t(40 + k));
+        std::vector<std::vector<float>> ys(c.mats.size());
+        OpGraph g;
+        const TensorId in = g.input(x.data(), c.n_in, c.T);
+        // The biased node's bias: [n_out] f32.
+        const int64_t nb = c.with_bias >= 0 ? c.mats[size_t(c.with_bias)].second : 1;
+        QuantWeight bias(DType::F32, {nb, 1, 1}, 78);
+        for (size_t k = 0; k < c.mats.size(); ++k)
+            g.node(Op::MatMul, g.output(ys[k], c.mats[k].second, c.T),
+                   {g.weight(*vk, ws[k]), in,
+                    int(k) == c.with_bias ? g.weight(*vk, bias) : kNoTensor});
+        g.run(*vk);
+        for (size_t k = 0; k < c.mats.size(); ++k) {
+            const int64_t n_out = c.mats[k].second;
+            auto ref = exact_matmul(ws[k], x, c.T);
+            if (int(k) == c.with_bias)
+                for (int64_t t = 0; t < c.T; ++t)
+                    for (int64_t o = 0; o < n_out; ++o)
+                        ref[size_t(t * n_out + o)] += bias.values[size_t(o)];
+            EXPECT_LT(nmse(ys[k], ref), 1e-9) << "n_in " << c.n_in << " T=" << c.T << " node " << k
+                                              << " " << dtype_name(c.mats[k].first);
+        }
     }
 }
 
