@@ -21,13 +21,13 @@ layout(constant_id = 2) const uint ROWS = 2;
 layout(constant_id = 3) const uint TOK = 1;
 layout(constant_id = 4) const uint SUBGROUP_ADD = 0;  // 1: TPR is a multiple of the subgroup size
 layout(constant_id = 5) const uint PARTS = 1;
+layout(constant_id = 6) const uint GPT = 2u;  // groups per invocation per chunk
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
     Uints w1; Uints w2; Floats y1; Floats y2; uint n_out1; uint n_out2;  // PARTS > 1 only
 } p;
 const uint TPR = WG / ROWS;
-const uint GPT = 2u;
 const uint CG = TPR * GPT;  // groups per chunk
 const uint XS = CG * 33u;   // one chunk of one token: CG groups of 32 floats + 1 pad each
 shared float xs[TOK * XS];

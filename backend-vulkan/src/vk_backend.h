@@ -66,6 +66,7 @@ class VulkanBackend final : public Backend {
         bool tiled = false;
         bool direct = false;  // matvec_direct.comp (x read from memory, no staging)
         uint32_t wg = 256, rows = 8, tok = 1, subgroup_add = 0;
+        uint32_t gpt = 2;  // matvec.comp: 32-element groups per invocation per staged chunk
     };
     struct Weight {
         WeightDesc desc;
@@ -130,6 +131,7 @@ class VulkanBackend final : public Backend {
     PhysicalDevice pd_;
     // Discrete GPUs 512 x 16, else 256 x 8 (read_tuning_env); TANDEM_VK_MATVEC="wg,rows" overrides
     uint32_t matvec_wg_ = 256, matvec_rows_ = 8;
+    uint32_t matvec_gpt1_ = 2;    // groups per invocation per chunk for one token (TANDEM_VK_GPT)
     bool matvec_direct_ = false;  // discrete GPUs; TANDEM_VK_MATVEC="wg,rows,direct"
     bool tiled_ok_ = true;        // TANDEM_VK_TILED=0 turns it off
     std::unique_ptr<Context> ctx_;

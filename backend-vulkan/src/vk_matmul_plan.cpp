@@ -13,8 +13,8 @@ namespace {
 constexpr int64_t kTiledMinTokens = 9;  // below this, matvec passes over the weights ceil(T/4)x
 constexpr uint32_t kTiledShared = 2 * 64 * 33 * 4;
 
-uint32_t matvec_shared_bytes(uint32_t wg, uint32_t rows, uint32_t tok) {
-    return tok * (wg / rows) * 2 * 33 * 4 + tok * wg * 4;  // matvec.comp: xs (GPT = 2), red
+uint32_t matvec_shared_bytes(uint32_t wg, uint32_t rows, uint32_t tok, uint32_t gpt = 2) {
+    return tok * (wg / rows) * gpt * 33 * 4 + tok * wg * 4;  // matvec.comp: xs, red
 }
 }  // namespace
 
@@ -34,6 +34,11 @@ VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_
     while (!plan.direct && plan.tok > 1 &&
            matvec_shared_bytes(plan.wg, plan.rows, plan.tok) > pd_.max_shared_bytes)
         plan.tok /= 2;
+    // More groups per invocation for one token: more weight loads in flight per chunk (the
+    // shared chunk grows with it, so several tokens keep 2).
+    if (plan.tok == 1 && !plan.direct &&
+        matvec_shared_bytes(plan.wg, plan.rows, 1, matvec_gpt1_) <= pd_.max_shared_bytes)
+        plan.gpt = matvec_gpt1_;
     const uint32_t tpr = plan.wg / plan.rows;
     plan.subgroup_add =
         pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && tpr % pd_.subgroup_size == 0 ? 1u : 0u;
@@ -73,6 +78,10 @@ void VulkanBackend::read_tuning_env() {
         }
     }
     if (const char* t = std::getenv("TANDEM_VK_TILED")) tiled_ok_ = std::string(t) != "0";
+    if (const char* v = std::getenv("TANDEM_VK_GPT")) {
+        const int n = std::atoi(v);
+        if (n == 1 || n == 2 || n == 4 || n == 8) matvec_gpt1_ = uint32_t(n);
+    }
 }
 
 }  // namespace tandem::vk

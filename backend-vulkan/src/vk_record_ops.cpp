@@ -347,11 +347,14 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                 const uint64_t groups = (uint64_t(w.ne[1]) + plan.rows - 1) / plan.rows;
                 // matvec_direct reads x as 16-byte words (rows of whole groups are 128 bytes).
                 const bool direct = plan.direct && x.address % 16 == 0;
-                dispatch(
-                    direct ? "matvec_direct" : "matvec",
-                    {shader_type(g, n.src[0]), plan.wg, plan.rows, plan.tok, plan.subgroup_add}, &p,
-                    sizeof p, split_x(groups), u32((T + plan.tok - 1) / plan.tok), split_z(groups),
-                    {x}, {y});
+                dispatch(direct ? "matvec_direct" : "matvec",
+                         direct
+                             ? std::vector<uint32_t>{shader_type(g, n.src[0]), plan.wg, plan.rows,
+                                                     plan.tok, plan.subgroup_add}
+                             : std::vector<uint32_t>{shader_type(g, n.src[0]), plan.wg, plan.rows,
+                                                     plan.tok, plan.subgroup_add, 1u, plan.gpt},
+                         &p, sizeof p, split_x(groups), u32((T + plan.tok - 1) / plan.tok),
+                         split_z(groups), {x}, {y});
             }
             break;
         }
