@@ -131,7 +131,10 @@ class VulkanBackend final : public Backend {
     PhysicalDevice pd_;
     // Discrete GPUs 512 x 16, else 256 x 8 (read_tuning_env); TANDEM_VK_MATVEC="wg,rows" overrides
     uint32_t matvec_wg_ = 256, matvec_rows_ = 8;
-    uint32_t matvec_gpt1_ = 2;    // groups per invocation per chunk for one token (TANDEM_VK_GPT)
+    // Groups per invocation per staged chunk for one token (TANDEM_VK_GPT): an H200 sweep (8B,
+    // tg64, tok/s for 1 / 2 / 4 / 8) gave Q4_0 208 / 211 / 214 / 211, Q8_0 200 / 202 / 206 / 205,
+    // Q4_K 194 / 196 / 199 / 200.
+    uint32_t matvec_gpt1_ = 4;
     bool matvec_direct_ = false;  // discrete GPUs; TANDEM_VK_MATVEC="wg,rows,direct"
     bool tiled_ok_ = true;        // TANDEM_VK_TILED=0 turns it off
     std::unique_ptr<Context> ctx_;
