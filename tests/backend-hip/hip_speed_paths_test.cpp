@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../backend-ops/op_references.h"
 #include "hip_test_support.h"
 
 // Plain C++ stand-ins for the device names hip_q8_dot.h uses (dot4 takes its plain-sum branch).
@@ -63,21 +64,6 @@ std::vector<double> q8_activations(const std::vector<float>& x) {
         for (size_t i = b; i < b + 32; ++i)
             out[i] = amax > 0.0f ? double(d) * std::nearbyint(x[i] / d) : 0.0;
     }
-    return out;
-}
-
-// out[t, o] = sum_i W[o, i] x[t, i] in double.
-template <class X>
-std::vector<double> ref_matvec(const QuantWeight& w, const std::vector<X>& x, int64_t T) {
-    const int64_t n_in = w.ne[0], n_out = w.ne[1];
-    std::vector<double> out(static_cast<size_t>(T * n_out));
-    for (int64_t t = 0; t < T; ++t)
-        for (int64_t o = 0; o < n_out; ++o) {
-            double s = 0;
-            for (int64_t i = 0; i < n_in; ++i)
-                s += double(w.values[size_t(o * n_in + i)]) * double(x[size_t(t * n_in + i)]);
-            out[size_t(t * n_out + o)] = s;
-        }
     return out;
 }
 
@@ -130,7 +116,7 @@ TEST(HipSpeedPaths, Q8ItemsOnTheHostMatchTheQuantisedProduct) {
                 std::to_string(n_in) + "x" + std::to_string(n_out) + " T=" + std::to_string(T);
             auto check = [&](DType t, const std::vector<float>& y, const QuantWeight& w) {
                 EXPECT_LT(reported_nmse("host items " + std::string(dtype_name(t)) + " " + shape, y,
-                                        ref_matvec(w, xq, T)),
+                                        ref_matmul(w, xq, T)),
                           1e-10);
             };
             const QuantWeight w40(DType::Q4_0, {n_in, n_out, 1}, 1),
@@ -165,11 +151,11 @@ TEST(HipSpeedPaths, Q8MatvecEveryTypeShapeAndTokenCount) {
                 const std::string what = std::string(dtype_name(t)) + " " + std::to_string(n_in) +
                                          "x" + std::to_string(n_out) + " T=" + std::to_string(T);
                 const auto xq = q8_activations(x);
-                EXPECT_LT(reported_nmse(what + " vs q8 ref", r.hip, ref_matvec(w, xq, T)), 1e-10)
+                EXPECT_LT(reported_nmse(what + " vs q8 ref", r.hip, ref_matmul(w, xq, T)), 1e-10)
                     << what;
                 // q8 activations: relative error per value up to 1/254 of the block's max; the
                 // CPU backend's q8 path is held to the same bound.
-                EXPECT_LT(reported_nmse(what + " vs f32 ref", r.hip, ref_matvec(w, x, T)), 2e-4)
+                EXPECT_LT(reported_nmse(what + " vs f32 ref", r.hip, ref_matmul(w, x, T)), 2e-4)
                     << what;
                 EXPECT_LT(reported_nmse(what + " vs cpu", r.hip, as_double(r.cpu)), 2e-4) << what;
             }
@@ -196,7 +182,7 @@ TEST(HipSpeedPaths, Q8MatvecLaneGroupsPerRow) {
                 const std::string what = std::string(groups) + " groups/row " +
                                          std::string(dtype_name(t)) + " " + std::to_string(n_in) +
                                          "x" + std::to_string(n_out) + " T=" + std::to_string(T);
-                EXPECT_LT(reported_nmse(what, y, ref_matvec(w, q8_activations(x), T)), 1e-10)
+                EXPECT_LT(reported_nmse(what, y, ref_matmul(w, q8_activations(x), T)), 1e-10)
                     << what;
             }
     }
@@ -220,10 +206,10 @@ TEST(HipSpeedPaths, Q8InputReusedThenRequantisedAfterItChanges) {
     g.run(*hip);
     std::vector<float> x2(x.size());
     for (size_t i = 0; i < x.size(); ++i) x2[i] = x[i] + x[i];
-    EXPECT_LT(reported_nmse("q4_0 of x", y1, ref_matvec(w1, q8_activations(x), T)), 1e-10);
-    EXPECT_LT(reported_nmse("q6_k of x (reused)", y2, ref_matvec(w2, q8_activations(x), T)), 1e-10);
+    EXPECT_LT(reported_nmse("q4_0 of x", y1, ref_matmul(w1, q8_activations(x), T)), 1e-10);
+    EXPECT_LT(reported_nmse("q6_k of x (reused)", y2, ref_matmul(w2, q8_activations(x), T)), 1e-10);
     EXPECT_LT(
-        reported_nmse("q4_0 of x + x (requantised)", y3, ref_matvec(w1, q8_activations(x2), T)),
+        reported_nmse("q4_0 of x + x (requantised)", y3, ref_matmul(w1, q8_activations(x2), T)),
         1e-10);
 }
 
@@ -241,7 +227,7 @@ TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
         g.node(Op::MatMul, g.output(y, 21, 3), {g.weight(*hip, w), g.input(x.data(), 512, 3)});
         g.run(*hip);
         EXPECT_LT(
-            reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matvec(w, x, 3)),
+            reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matmul(w, x, 3)),
             1e-10);
     }
 }
@@ -275,7 +261,7 @@ TEST(HipSpeedPaths, RmsNormQuantisesForTheMatmulAfterIt) {
         const std::string what = "norm+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
                                  " " + std::string(dtype_name(t));
         EXPECT_LT(reported_nmse(what + " norm", normed, ref), 1e-12) << what;
-        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matvec(w, q8_activations(normed), T)),
+        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(normed), T)),
                   1e-10)
             << what;
     }
@@ -310,7 +296,7 @@ TEST(HipSpeedPaths, GatedActQuantisesForTheMatmulAfterIt) {
         const std::string what = "gated+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
                                  " act " + std::to_string(act);
         EXPECT_LT(reported_nmse(what + " act", h, ref), 1e-10) << what;
-        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matvec(w, q8_activations(h), T)), 1e-10)
+        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(h), T)), 1e-10)
             << what;
     }
 }

@@ -13,16 +13,18 @@
 
 namespace tandem::test {
 
-// y[T][n_out] = x[T][n_in] . w[n_out][n_in]^T (+ bias[n_out]), over the dequantised weights.
-inline std::vector<double> ref_matmul(const QuantWeight& w, const std::vector<float>& x, int64_t T,
-                                      const std::vector<float>* bias = nullptr) {
+// y[T][n_out] = x[T][n_in] . w[n_out][n_in]^T (+ bias[n_out]), over the dequantised weights;
+// x as float, or as double (activations already rounded the way a kernel quantises them).
+template <class X>
+std::vector<double> ref_matmul(const QuantWeight& w, const std::vector<X>& x, int64_t T,
+                               const std::vector<float>* bias = nullptr) {
     const int64_t n_in = w.ne[0], n_out = w.ne[1];
     std::vector<double> y(static_cast<size_t>(T * n_out));
     for (int64_t t = 0; t < T; ++t)
         for (int64_t o = 0; o < n_out; ++o) {
             double s = bias ? (*bias)[o] : 0.0;
             for (int64_t i = 0; i < n_in; ++i)
-                s += double(w.values[o * n_in + i]) * x[t * n_in + i];
+                s += double(w.values[o * n_in + i]) * double(x[t * n_in + i]);
             y[t * n_out + o] = s;
         }
     return y;

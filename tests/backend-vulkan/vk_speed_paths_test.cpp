@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "../backend-ops/op_references.h"
 #include "vk_test_support.h"
 
 namespace tandem::test {
@@ -187,20 +188,6 @@ const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0
                               DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
                               DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-// y = W x in double over the dequantised weights the backend sees.
-std::vector<double> exact_matmul(const QuantWeight& w, const std::vector<float>& x, int64_t T) {
-    const int64_t n_in = w.ne[0], n_out = w.ne[1];
-    std::vector<double> y(static_cast<size_t>(T * n_out));
-    for (int64_t t = 0; t < T; ++t)
-        for (int64_t o = 0; o < n_out; ++o) {
-            double s = 0;
-            for (int64_t i = 0; i < n_in; ++i)
-                s += double(w.values[o * n_in + i]) * x[t * n_in + i];
-            y[t * n_out + o] = s;
-        }
-    return y;
-}
-
 TEST(VulkanSpeedPaths, DirectMatvecEveryType) {
     struct Shape {
         int64_t n_in, n_out, T;
@@ -230,7 +217,7 @@ TEST(VulkanSpeedPaths, DirectMatvecEveryType) {
                     g.node(Op::MatMul, g.output(out, s.n_out, s.T),
                            {g.weight(b, w), g.input(x.data(), s.n_in, s.T)});
                 });
-                EXPECT_LT(nmse(r.vulkan, exact_matmul(w, x, s.T)), 1e-9)
+                EXPECT_LT(nmse(r.vulkan, ref_matmul(w, x, s.T)), 1e-9)
                     << mv << " " << dtype_name(t) << " " << s.n_in << "x" << s.n_out
                     << " T=" << s.T;
                 // The CPU backend quantises activations to q8 for integer weight types.
@@ -281,12 +268,8 @@ TEST(VulkanSpeedPaths, MatvecsSharingAnInputFused) {
                     int(k) == c.with_bias ? g.weight(*vk, bias) : kNoTensor});
         g.run(*vk);
         for (size_t k = 0; k < c.mats.size(); ++k) {
-            const int64_t n_out = c.mats[k].second;
-            auto ref = exact_matmul(ws[k], x, c.T);
-            if (int(k) == c.with_bias)
-                for (int64_t t = 0; t < c.T; ++t)
-                    for (int64_t o = 0; o < n_out; ++o)
-                        ref[size_t(t * n_out + o)] += bias.values[size_t(o)];
+            const auto ref =
+                ref_matmul(ws[k], x, c.T, int(k) == c.with_bias ? &bias.values : nullptr);
             EXPECT_LT(nmse(ys[k], ref), 1e-9) << "n_in " << c.n_in << " T=" << c.T << " node " << k
                                               << " " << dtype_name(c.mats[k].first);
         }
@@ -323,7 +306,7 @@ TEST(VulkanSpeedPaths, RepackedWeightsEveryKernel) {
             g.node(Op::GetRows, g.output(rows, c.n_in, 3),
                    {wt, g.input(ids.data(), 3, 1, DType::I32)});
             g.run(*vk);
-            EXPECT_LT(nmse(y, exact_matmul(w, x, c.T)), 1e-9)
+            EXPECT_LT(nmse(y, ref_matmul(w, x, c.T)), 1e-9)
                 << c.matvec << " " << dtype_name(t) << " " << c.n_in << "x" << c.n_out
                 << " T=" << c.T;
             for (size_t r = 0; r < ids.size(); ++r)
