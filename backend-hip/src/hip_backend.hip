@@ -153,7 +153,6 @@ class HipBackend final : public Backend {
     const Weight& weight_of(const Graph& g, TensorId id) const;
     const int32_t* n_past_dev() const { return reinterpret_cast<const int32_t*>(io_dev_.data()); }
     void layout_io(const Graph& g, const StepIO& io);
-    void host_checks(const Graph& g, const StepIO& io) const;
     void enqueue_step(const Graph& g);
     hipGraphExec_t step_graph(const Graph& g);
     uint64_t step_key(const Graph& g) const;
@@ -341,34 +340,6 @@ double HipBackend::copy_bandwidth() {
     (void)hipEventDestroy(t1);
     if (ms > 0) copy_bw_ = 2.0 * double(n) * reps / (double(ms) * 1e-3);  // read + written
     return copy_bw_;
-}
-
-// Host-side checks of what the host holds (as the CPU backend does), before anything is
-// enqueued: token ids of the step's inputs, and the KV cache's room.
-void HipBackend::host_checks(const Graph& g, const StepIO& io) const {
-    for (const Node& n : g.nodes()) {
-        if (n.op == Op::GetRows) {
-            const GraphTensor& ids = g.tensor(n.src[1]);
-            const int64_t rows = g.tensor(n.src[0]).ne[1];
-            if (ids.role != TensorRole::Input || ids.slot < 0 ||
-                static_cast<size_t>(ids.slot) >= io.inputs.size() || !io.inputs[ids.slot])
-                continue;
-            const auto* h = static_cast<const int32_t*>(io.inputs[ids.slot]);
-            for (int64_t t = 0; t < g.tensor(n.out).rows(); ++t)
-                if (h[t] < 0 || h[t] >= rows)
-                    throw Error("get_rows: token id " + std::to_string(h[t]) +
-                                " outside the vocabulary (" + std::to_string(rows) + " rows)");
-        } else if (n.op == Op::KvStore) {
-            const GraphTensor& cache = g.tensor(n.src[1]);
-            const GraphTensor& src = g.tensor(n.src[0]);
-            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
-                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
-                            std::to_string(src.rows()) + " new tokens exceed the context of " +
-                            std::to_string(cache.rows()) + " (raise --ctx)");
-        } else if (n.op == Op::Attention) {
-            if (io.n_past < 0) throw Error("attention: negative n_past");
-        }
-    }
 }
 
 // Lays the step's n_past, inputs and outputs out in one device buffer and one pinned buffer (the
@@ -610,7 +581,7 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                 collective_floats,
                 uint64_t(std::max(g.tensor(n.src[0]).n_elements(), g.tensor(n.out).n_elements())));
     }
-    host_checks(g, io);
+    check_step_inputs(g, io);  // token ids and the KV cache's room, before anything is enqueued
     if (moe_floats * sizeof(float) > moe_scratch_.size())
         moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
     if (attn_floats * sizeof(float) > attn_scratch_.size())

@@ -334,8 +334,8 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     auto cpu_time = [&] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
-    check_step(g, io);
-    layout_io(g, io);  // may move the io buffer (generation_), so before the cache look-up
+    check_step_inputs(g, io);  // every step, recorded or replayed, before anything is queued
+    layout_io(g, io);          // may move the io buffer (generation_), so before the cache look-up
     const bool cache = cache_steps_ && cacheable(g);
     const uint64_t key = cache ? graph_key(g) : 0;
     if (CachedStep* c = cache ? find_cached(key) : nullptr) {
@@ -405,32 +405,6 @@ void VulkanBackend::copy_outputs(const Graph& g, const StepIO& io) {
             std::memcpy(io.outputs[t.slot],
                         static_cast<const uint8_t*>(io_.mapped) + output_offset_[t.slot],
                         t.nbytes());
-}
-
-void VulkanBackend::check_step(const Graph& g, const StepIO& io) const {
-    for (const Node& n : g.nodes()) {
-        if (n.op == Op::GetRows) {
-            // Token ids come from the host: check them before the GPU reads out of bounds.
-            const GraphTensor& ids_t = g.tensor(n.src[1]);
-            if (ids_t.role != TensorRole::Input) continue;
-            const WeightDesc& w = weight_desc(g, n.src[0]);
-            if (ids_t.slot < 0 || static_cast<size_t>(ids_t.slot) >= io.inputs.size() ||
-                io.inputs[ids_t.slot] == nullptr)
-                continue;  // layout_io names the missing input
-            const auto* v = static_cast<const int32_t*>(io.inputs[ids_t.slot]);
-            for (int64_t t = 0; t < g.tensor(n.out).rows(); ++t)
-                if (v[t] < 0 || v[t] >= w.ne[1])
-                    throw Error("get_rows: token id " + std::to_string(v[t]) +
-                                " outside the vocabulary (" + std::to_string(w.ne[1]) + " rows)");
-        } else if (n.op == Op::KvStore) {
-            const GraphTensor& cache = g.tensor(n.src[1]);
-            const GraphTensor& src = g.tensor(n.src[0]);
-            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
-                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
-                            std::to_string(src.rows()) + " new tokens exceed the context of " +
-                            std::to_string(cache.rows()) + " (raise --ctx)");
-        }
-    }
 }
 
 uint64_t VulkanBackend::graph_key(const Graph& g) {

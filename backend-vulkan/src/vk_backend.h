@@ -96,9 +96,6 @@ class VulkanBackend final : public Backend {
     // is recorded.
     bool try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm);
     size_t try_fuse_matvecs(const Graph& g, size_t at);
-    // Host-side checks of a step (token ids, context length): they run every step, recorded
-    // or replayed, before anything is queued.
-    void check_step(const Graph& g, const StepIO& io) const;
     // A fingerprint of everything the recorded commands depend on in the graph (nodes, tensor
     // roles, types, shapes, slots, scratch offsets); buffer addresses are covered by generation_.
     static uint64_t graph_key(const Graph& g);

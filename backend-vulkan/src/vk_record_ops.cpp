@@ -320,7 +320,7 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
         }
         case Op::GetRows: {
             const WeightDesc& w = weight_desc(g, n.src[0]);
-            const Ref ids = ref(g, n.src[1]);  // host ids were checked by check_step
+            const Ref ids = ref(g, n.src[1]);  // host ids were checked by check_step_inputs
             RowsPush p{a.address, ids.address, y.address, u32(w.ne[0]), weight_row_bytes(w)};
             dispatch("get_rows", {shader_type(g, n.src[0])}, &p, sizeof p, split_x(out.rows()),
                      split_z(out.rows()), 1, {ids}, {y});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "tandem/common/error.h"
 
@@ -209,6 +210,32 @@ void Graph::validate() const {
                 break;
             default:
                 break;
+        }
+    }
+}
+
+void check_step_inputs(const Graph& g, const StepIO& io) {
+    for (const Node& n : g.nodes()) {
+        if (n.op == Op::GetRows) {
+            const GraphTensor& ids = g.tensor(n.src[1]);
+            if (ids.role != TensorRole::Input || ids.slot < 0 ||
+                static_cast<size_t>(ids.slot) >= io.inputs.size() || !io.inputs[ids.slot])
+                continue;
+            const int64_t rows = g.tensor(n.src[0]).ne[1];
+            const auto* v = static_cast<const int32_t*>(io.inputs[ids.slot]);
+            for (int64_t t = 0; t < g.tensor(n.out).rows(); ++t)
+                if (v[t] < 0 || v[t] >= rows)
+                    throw Error("get_rows: token id " + std::to_string(v[t]) +
+                                " outside the vocabulary (" + std::to_string(rows) + " rows)");
+        } else if (n.op == Op::KvStore) {
+            const GraphTensor& cache = g.tensor(n.src[1]);
+            const GraphTensor& src = g.tensor(n.src[0]);
+            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
+                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
+                            std::to_string(src.rows()) + " new tokens exceed the context of " +
+                            std::to_string(cache.rows()) + " (raise --ctx)");
+        } else if (n.op == Op::Attention) {
+            if (io.n_past < 0) throw Error("attention: negative n_past");
         }
     }
 }

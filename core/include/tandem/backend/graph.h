@@ -116,4 +116,10 @@ struct StepIO {
     std::vector<void*> outputs;       // by output slot
 };
 
+// Host-side checks of a step that every backend runs before computing anything: token ids of
+// GetRows nodes reading an input within the table's rows, KV stores within the cache
+// ("context full"), n_past >= 0 for attention. Throws tandem::Error; a missing input is left to
+// the backend's own input checks.
+void check_step_inputs(const Graph& g, const StepIO& io);
+
 }  // namespace tandem

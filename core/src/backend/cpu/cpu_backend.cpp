@@ -142,6 +142,7 @@ void CpuBackend::compute(const Graph& g, const StepIO& io) {
     if (g.scratch_bytes() > scratch_size_)
         throw Error("cpu backend: graph needs " + std::to_string(g.scratch_bytes()) +
                     " scratch bytes, " + std::to_string(scratch_size_) + " reserved");
+    check_step_inputs(g, io);  // before any node runs: a refused step changes nothing
     for (const Node& n : g.nodes()) run_node(g, n, io);
 }
 
@@ -190,11 +191,7 @@ void CpuBackend::run_node(const Graph& g, const Node& n, const StepIO& io) {
         }
         case Op::KvStore: {
             const GraphTensor& cache = g.tensor(n.src[1]);
-            const GraphTensor& src = g.tensor(n.src[0]);
-            if (io.n_past < 0 || io.n_past + src.rows() > cache.rows())
-                throw Error("context full: " + std::to_string(io.n_past) + " cached + " +
-                            std::to_string(src.rows()) + " new tokens exceed the context of " +
-                            std::to_string(cache.rows()) + " (raise --ctx)");
+            const GraphTensor& src = g.tensor(n.src[0]);  // its room: check_step_inputs
             cpu::op_kv_store(pool_, f32(n.src[0]), src.rows(), src.cols(), cache.type,
                              data_of(g, n.src[1], io), io.n_past);
             break;
