@@ -140,22 +140,10 @@ struct BlocksK45 {
         const uint8_t* blk = row + kb * kSuper;
         const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
         const float d = f16_fast(hdr.x & 0xffffu), dmin = f16_fast(hdr.x >> 16);
-        // Byte i of the 12 packed scale bytes, by selects (no local array: c is a run-time
-        // value, and an indexed array would spill to scratch memory).
-        auto sc = [&](int i) {
-            const uint32_t word = i < 4 ? hdr.y : (i < 8 ? hdr.z : hdr.w);
-            return int((word >> (8 * (i & 3))) & 0xffu);
-        };
-        // ggml's get_scale_min_k4 for sub-blocks j = 2c and 2c + 1.
+        // ggml's get_scale_min_k4 for sub-blocks 2c and 2c + 1.
         auto scale_min = [&](int j, float& ds, float& dm) {
             int s, m;
-            if (j < 4) {
-                s = sc(j) & 63;
-                m = sc(j + 4) & 63;
-            } else {
-                s = (sc(j + 4) & 0xF) | ((sc(j - 4) >> 6) << 4);
-                m = (sc(j + 4) >> 4) | ((sc(j) >> 6) << 4);
-            }
+            k4_scale_min(hdr, j, s, m);
             ds = d * float(s);
             dm = dmin * float(m);
         };

@@ -151,21 +151,10 @@ struct Q8DotK45 {
         }
         const float d = f16_bits_to_f32(uint16_t(hdr.x & 0xffffu));
         const float dmin = f16_bits_to_f32(uint16_t(hdr.x >> 16));
-        // Byte i of the 12 packed scale bytes, by selects (no indexed local array).
-        auto sc = [&](int i) {
-            const uint32_t word = i < 4 ? hdr.y : (i < 8 ? hdr.z : hdr.w);
-            return int((word >> (8 * (i & 3))) & 0xffu);
-        };
-        // ggml's 6-bit (scale, min) of sub-block s.
+        // Sub-block s's scale, and its min for the j == 0 item only.
         auto scale_min = [&](int s, float& ds, float& dm) {
             int a, m;
-            if (s < 4) {
-                a = sc(s) & 63;
-                m = sc(s + 4) & 63;
-            } else {
-                a = (sc(s + 4) & 0xF) | ((sc(s - 4) >> 6) << 4);
-                m = (sc(s + 4) >> 4) | ((sc(s) >> 6) << 4);
-            }
+            k4_scale_min(hdr, s, a, m);
             ds = d * float(a);
             dm = j == 0 ? dmin * float(m) : 0.0f;
         };

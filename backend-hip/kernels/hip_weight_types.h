@@ -60,4 +60,21 @@ __device__ inline uint16_t f32_to_f16_bits(float f) {
     return uint16_t(sign | r);
 }
 
+// Q4_K/Q5_K: ggml's 6-bit scale and min of sub-block s (0..7), from the super-block's first 16
+// bytes (f16 d, f16 dmin, 12 packed scale bytes) held as one 16-byte load. The bytes are picked
+// by selects: s is a run-time value, and an indexed local array would spill to scratch memory.
+__device__ inline void k4_scale_min(const uint4& hdr, int s, int& scale, int& min) {
+    auto sc = [&](int i) {
+        const uint32_t word = i < 4 ? hdr.y : (i < 8 ? hdr.z : hdr.w);
+        return int((word >> (8 * (i & 3))) & 0xffu);
+    };
+    if (s < 4) {
+        scale = sc(s) & 63;
+        min = sc(s + 4) & 63;
+    } else {
+        scale = (sc(s + 4) & 0xF) | ((sc(s - 4) >> 6) << 4);
+        min = (sc(s + 4) >> 4) | ((sc(s) >> 6) << 4);
+    }
+}
+
 }  // namespace tandem::hip
