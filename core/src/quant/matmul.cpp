@@ -66,7 +66,10 @@ void Activations::prepare(DType weight, const float* x, int64_t n_in, int64_t n_
     data_ = out;
     buf_->block_d.clear();
     buf_->block_sum.clear();
-    if (fmt == DType::Q8_0 && (n_tokens >= 2 || isa == Isa::Avx512)) {
+    // One token needs them only for a weight type with a GEMV (not for every decode matmul of
+    // the other q8_0-activation types).
+    const bool one_token_gemv = n_tokens == 1 && isa == Isa::Avx512 && avx512_gemv(weight);
+    if (fmt == DType::Q8_0 && (n_tokens >= 2 || one_token_gemv)) {
         // The GEMM (and the one-token GEMV) multiply unsigned weights (q + offset) and fold
         // -offset * sum(q_act) into each block's sum; scales as f32 save a conversion per
         // (block, token, panel).

@@ -119,9 +119,9 @@ class Activations {
     const void* row(int64_t t) const {
         return static_cast<const uint8_t*>(data_) + static_cast<size_t>(t) * row_stride_;
     }
-    // q8_0 with two or more tokens, or prepared for the AVX-512 level (what the prefill GEMM and
-    // the one-token GEMV read; nullptr otherwise): per token t
-    // and block b at [t * n_in / 32 + b], the block's scale as f32 and the sum of its 32 q.
+    // q8_0 with two or more tokens, or one token prepared at the AVX-512 level for a weight type
+    // with a GEMV (what the prefill GEMM and the one-token GEMV read; nullptr otherwise): per token
+    // t and block b at [t * n_in / 32 + b], the block's scale as f32 and the sum of its 32 q.
     const float* block_scales() const;
     const int32_t* block_sums() const;
 
