@@ -132,7 +132,7 @@ class VulkanBackend final : public Backend {
     // tg64, tok/s for 1 / 2 / 4 / 8) gave Q4_0 208 / 211 / 214 / 211, Q8_0 200 / 202 / 206 / 205,
     // Q4_K 194 / 196 / 199 / 200.
     uint32_t matvec_gpt1_ = 4;
-    bool matvec_direct_ = false;  // discrete GPUs; TANDEM_VK_MATVEC="wg,rows,direct"
+    bool matvec_direct_ = false;  // only with TANDEM_VK_MATVEC="wg,rows,1" (tuning runs)
     bool tiled_ok_ = true;        // TANDEM_VK_TILED=0 turns it off
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;

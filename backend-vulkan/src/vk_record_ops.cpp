@@ -136,10 +136,6 @@ void VulkanBackend::ensure_attention_partials(const Graph& g) {
         ctx_->create_device_buffer(std::max<uint64_t>(need, 1 << 20), "split-K attention partials");
 }
 
-// Add (residual) then RmsNorm of its output over whole rows: one rms_norm dispatch with ADD,
-// when the norm's output cannot overwrite what another workgroup has yet to read of the add's
-// inputs (the planner may give it their memory once they are dead; the fused kernel still
-// reads them).
 // Up to three MatMul nodes from nodes[at] on that read the same activations with weights of one
 // type and row length, without bias, on the staged decode matvec (q/k/v, gate/up): one dispatch
 // over all their rows. Returns the nodes recorded (0: none, the caller records nodes[at] alone).
@@ -199,6 +195,10 @@ size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
     return n;
 }
 
+// Add (residual) then RmsNorm of its output over whole rows: one rms_norm dispatch with ADD,
+// when the norm's output cannot overwrite what another workgroup has yet to read of the add's
+// inputs (the planner may give it their memory once they are dead; the fused kernel still
+// reads them).
 bool VulkanBackend::try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm) {
     if (!fuse_ || add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out)
         return false;
