@@ -6,17 +6,22 @@
 // Rows longer than WG * 4 * NREG fall back to a strided loop that reads x twice.
 // ADD: the residual add before the norm in the same dispatch (one barrier and dispatch less per
 // add): x = x + b is written to s, then normalised.
+// Q8: the output is also left as q8 activations (q8_act.glsl) for the int8-dot matvec after the
+// norm (register path only, group % 32 == 0, 8 | subgroup size).
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #include "common.glsl"
+#include "q8_act.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint SUBGROUP_ADD = 0;  // 1: the device has subgroup arithmetic
 layout(constant_id = 2) const uint VEC4 = 0;          // 1: group % 4 == 0 (16-byte aligned rows)
 layout(constant_id = 3) const uint ADD = 0;           // 1: s = x + b, y = norm(s)
+layout(constant_id = 4) const uint Q8 = 0;            // 1: y also as q8 activations
 layout(push_constant) uniform P {
     Floats x; Floats w; Floats y; Floats b; Floats s;
     uint group; uint n_groups; float eps; uint has_w;
+    Uints qs; Vec2s ds;  // Q8 only
 } p;
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 const uint NREG = 8u;  // vec4 registers per invocation: rows up to WG * 32 floats in one read
@@ -64,7 +69,12 @@ void main() {
         Vec4s y = Vec4s(p.y), w = Vec4s(p.w);
         [[unroll]] for (uint k = 0u; k < NREG; ++k) {
             const uint i = tid + k * WG;
-            if (i < n4) y.v[b4 + i] = p.has_w != 0u ? v[k] * scale * w.v[i] : v[k] * scale;
+            vec4 o = vec4(0.0);
+            if (i < n4) {
+                o = p.has_w != 0u ? v[k] * scale * w.v[i] : v[k] * scale;
+                y.v[b4 + i] = o;
+            }
+            if (Q8 != 0u) q8_store_vec4(o, b4 + i, i < n4, p.qs, p.ds);
         }
         return;
     }

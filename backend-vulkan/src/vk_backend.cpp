@@ -56,6 +56,10 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     // Discrete GPUs copy weights anyway, so they may as well get the 16-byte aligned layout.
     repack_weights_ = info_.type == DeviceType::DiscreteGpu;
     if (const char* rp = std::getenv("TANDEM_VK_REPACK")) repack_weights_ = std::string(rp) == "1";
+    // The q8 quantiser reduces over 8 consecutive lanes with subgroup shuffles.
+    q8_ = pd.shader_int8_dot && pd.subgroup_shuffle && pd.subgroup_size >= 8 &&
+          pd.subgroup_size % 8 == 0;
+    if (const char* q = std::getenv("TANDEM_VK_Q8")) q8_ = q8_ && std::string(q) != "0";
     ctx_ = std::make_unique<Context>(pd);
     pipelines_ = std::make_unique<Pipelines>(ctx_->device());
     VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
@@ -91,6 +95,7 @@ VulkanBackend::~VulkanBackend() {
     ctx_->destroy(moe_h_);
     ctx_->destroy(collective_buf_);
     ctx_->destroy(attn_part_);
+    ctx_->destroy(q8_buf_);
     pipelines_.reset();
 }
 
@@ -350,21 +355,26 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
         return;
     }
     ensure_attention_partials(g);
+    ensure_q8_buffer(g);
     CachedStep* rec = cache ? new_cached(key) : nullptr;
     pool_ = rec ? &rec->cbs : &cbs_;
     barriers_ = 0;
     begin_recording();
     try {
         const size_t n_nodes = g.nodes().size();
+        q8_src_ = 0;
         for (size_t i = 0; i < n_nodes; ++i) {
             const Node& n = g.nodes()[i];
-            if (i + 1 < n_nodes && try_fuse_add_norm(g, n, g.nodes()[i + 1])) {
+            if (n.op != Op::MatMul) q8_src_ = 0;  // it may write what q8_buf_ was quantised from
+            if (try_fuse_add_norm(g, i)) {
                 ++i;
                 if (profiler_) profiler_->mark(cb_, "add+rms_norm");
             } else if (const size_t fused = try_fuse_matvecs(g, i); fused > 1) {
                 if (profiler_)
                     profiler_->mark(cb_, node_label(g, n) + " x" + std::to_string(fused));
                 i += fused - 1;
+            } else if (try_q8_producer(g, i)) {
+                if (profiler_) profiler_->mark(cb_, node_label(g, n) + "+q8");
             } else {
                 record_node(g, n);
                 if (profiler_) profiler_->mark(cb_, node_label(g, n));
@@ -587,7 +597,7 @@ void VulkanBackend::dispatch(const std::string& shader, const std::vector<uint32
     bool need = profiler_ && (!pending_reads_.empty() || !pending_writes_.empty());
     for (const Ref& r : reads) need = need || (r.buffer >= 0 && overlaps(r, pending_writes_));
     for (const Ref& w : writes)
-        need = need || overlaps(w, pending_writes_) || overlaps(w, pending_reads_);
+        need = need || (w.buffer >= 0 && (overlaps(w, pending_writes_) || overlaps(w, pending_reads_)));
     if (need) {
         VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -602,7 +612,8 @@ void VulkanBackend::dispatch(const std::string& shader, const std::vector<uint32
     for (const Ref& r : reads)
         if (r.buffer >= 0 && r.buffer < kWeightId0)
             pending_reads_.push_back({r.buffer, r.offset, r.offset + r.size});
-    for (const Ref& w : writes) pending_writes_.push_back({w.buffer, w.offset, w.offset + w.size});
+    for (const Ref& w : writes)
+        if (w.buffer >= 0) pending_writes_.push_back({w.buffer, w.offset, w.offset + w.size});
     if (gx == 0 || gy == 0 || gz == 0) return;
     vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_->get(shader, spec));
     vkCmdPushConstants(cb_, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);

@@ -17,7 +17,7 @@ namespace tandem::vk {
 
 // Buffer ids for hazard tracking; weights are never written, so they never need a barrier.
 inline constexpr int kScratchId = 0, kIoId = 1, kMoeId = 2, kCollectiveId = 3, kAttnPartId = 4,
-                     kKvId0 = 16, kWeightId0 = 1 << 20;
+                     kQ8Id = 5, kKvId0 = 16, kWeightId0 = 1 << 20;
 // The step parameters the shaders read (instead of push constants, so recorded commands stay
 // valid for every step): at byte 0 of the io buffer, written by the host before each submit.
 struct StepParams {
@@ -92,10 +92,36 @@ class VulkanBackend final : public Backend {
     void layout_io(const Graph& g, const StepIO& io);
     uint64_t place_rope_tables(const Graph& g, const StepIO& io, uint64_t at);
     void record_node(const Graph& g, const Node& n);
-    // Records `add` and the `norm` after it as one dispatch when that is safe; false: neither
-    // is recorded.
-    bool try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm);
+    // Records nodes[at] (an Add) and the RmsNorm after it as one dispatch when that is safe;
+    // false: neither is recorded.
+    bool try_fuse_add_norm(const Graph& g, size_t at);
+    // rms_norm.comp's workgroup for a group length, and whether it takes its register path
+    // (16-byte aligned rows of at most 32 floats per invocation).
+    static uint32_t rms_workgroup(int64_t group);
+    bool rms_on_registers(int64_t group, const Ref& x, const Ref& w, const Ref& y,
+                          const Ref& add_b, const Ref& add_s) const;
     size_t try_fuse_matvecs(const Graph& g, size_t at);
+    // The int8-dot decode matvec (matvec_q8.comp) runs weight `w` for T tokens.
+    bool q8_matvec_ok(const Graph& g, TensorId w, int64_t T) const;
+    // Nodes[at] is a MatMul on the q8 path reading `x` (the output of the node before it).
+    bool q8_for_next_matmul(const Graph& g, size_t at, TensorId x) const;
+    // Where the q8 activations of a [T, n_in] input live: q8_buf_ from byte 0, int8 values
+    // [T * n_in], then (d, s) [T * n_in / 32] at byte T * n_in.
+    Ref q8_ref(int64_t n_in, int64_t T) const;
+    // Quantises x into q8_buf_ unless it already holds it (q8_src_).
+    void quantize_q8(const Ref& x, int64_t n_in, int64_t T);
+    // Grows q8_buf_ for the graph's q8 matmuls (before recording, like ensure_attention_partials).
+    void ensure_q8_buffer(const Graph& g);
+    // The MatMul nodes (1-3 reading one input, without bias when more than one) as one
+    // matvec_q8 dispatch; false (nothing recorded) when they cannot take the q8 path.
+    bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n);
+    // An RmsNorm or GatedAct whose output feeds a q8 matmul (the next node) leaves the q8
+    // activations too; false: not applicable, nothing recorded.
+    bool try_q8_producer(const Graph& g, size_t at);
+    // rms_norm.comp over whole groups; add_b/add_s: the fused residual add (buffer -1: none);
+    // q8: also quantise the output (register path, the caller checked).
+    void record_rms_norm(const Ref& x, const Ref& w, const Ref& y, const Ref& add_b,
+                         const Ref& add_s, int64_t group, uint64_t n_groups, float eps, bool q8);
     // A fingerprint of everything the recorded commands depend on in the graph (nodes, tensor
     // roles, types, shapes, slots, scratch offsets); buffer addresses are covered by generation_.
     static uint64_t graph_key(const Graph& g);
@@ -112,6 +138,7 @@ class VulkanBackend final : public Backend {
     // that moves invalidates recorded commands).
     void ensure_attention_partials(const Graph& g);
     void read_tuning_env();
+    // Refs of buffer -1 (absent optional tensors) in reads/writes are ignored.
     void dispatch(const std::string& shader, const std::vector<uint32_t>& spec, const void* push,
                   uint32_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz,
                   std::initializer_list<Ref> reads, std::initializer_list<Ref> writes);
@@ -134,6 +161,11 @@ class VulkanBackend final : public Backend {
     uint32_t matvec_gpt1_ = 4;
     bool matvec_direct_ = false;  // only with TANDEM_VK_MATVEC="wg,rows,1" (tuning runs)
     bool tiled_ok_ = true;        // TANDEM_VK_TILED=0 turns it off
+    // The int8-dot decode matvec: on where the device has integer dot products and subgroup
+    // shuffles (the quantiser's 8-lane reductions); TANDEM_VK_Q8=0 turns it off. q8_rows_: rows
+    // per 128-invocation workgroup (TANDEM_VK_Q8_ROWS, tuning).
+    bool q8_ = false;
+    uint32_t q8_rows_ = 4;
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;
     // The step's commands go into cbs_ (allocated once, reused by every step): cb_ is the one
@@ -157,6 +189,11 @@ class VulkanBackend final : public Backend {
     std::vector<KvDesc> kv_desc_;
     Buffer scratch_, io_, moe_h_, collective_buf_;
     Buffer attn_part_;       // split-K attention partials (counted in other_bytes())
+    Buffer q8_buf_;          // decode matvec activations as int8 (counted in other_bytes())
+    // What q8_buf_ holds while a step is recorded: the address of the input it quantises (0:
+    // nothing usable), reset by every node that is not a MatMul.
+    uint64_t q8_src_ = 0;
+    int64_t q8_src_cols_ = 0, q8_src_rows_ = 0;
     int splitk_force_ = -1;  // TANDEM_VK_SPLITK: 0 off, N > 0 that many splits; -1 planned
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;

@@ -46,6 +46,14 @@ Context::Context(const PhysicalDevice& pd) : pd_(pd) {
     host_import_ =
         pd.external_memory_host_ext && pd.info.unified_memory && pd.host_import_alignment > 0;
     if (host_import_) exts.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+    // The int8-dot decode matvec (matvec_q8.comp) needs the feature enabled.
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idot{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
+    if (pd.shader_int8_dot) {
+        exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+        idot.shaderIntegerDotProduct = VK_TRUE;
+        want12.pNext = &idot;
+    }
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.pNext = &want;
     dci.queueCreateInfoCount = 1;

@@ -70,6 +70,8 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
     d.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+    d.subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                         (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     d.max_shared_bytes = props.properties.limits.maxComputeSharedMemorySize;
     d.max_workgroup_invocations = props.properties.limits.maxComputeWorkGroupInvocations;
     d.max_buffer_size = props.properties.limits.maxStorageBufferRange;
@@ -78,11 +80,23 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
 
     VkPhysicalDeviceShaderFloat16Int8Features f16{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceShaderIntegerDotProductFeaturesKHR idot{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES_KHR};
     VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    const bool idot_ext = has_extension(exts, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     feats.pNext = &f16;
+    if (idot_ext) f16.pNext = &idot;
     vkGetPhysicalDeviceFeatures2(pd, &feats);
     d.shader_float16 = f16.shaderFloat16;
-    d.shader_int8_dot = has_extension(exts, "VK_KHR_shader_integer_dot_product");
+    d.shader_int8_dot = idot_ext && idot.shaderIntegerDotProduct;
+    if (d.shader_int8_dot) {
+        VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR idp{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES_KHR};
+        VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+        p2.pNext = &idp;
+        vkGetPhysicalDeviceProperties2(pd, &p2);
+        d.int8_dot_accelerated = idp.integerDotProduct4x8BitPackedSignedAccelerated;
+    }
 
     uint32_t n_q = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(pd, &n_q, nullptr);

@@ -15,6 +15,7 @@ struct PhysicalDevice {
     uint32_t compute_queue_family = 0;
     uint32_t subgroup_size = 0;
     bool subgroup_arithmetic = false;   // subgroupAdd etc. in compute shaders
+    bool subgroup_shuffle = false;      // subgroupShuffleXor in compute shaders
     uint32_t max_shared_bytes = 16384;  // maxComputeSharedMemorySize
     uint32_t max_workgroup_invocations = 128;
     float timestamp_period_ns = 0;  // 0: no timestamps on the compute queue
@@ -22,7 +23,10 @@ struct PhysicalDevice {
     bool external_memory_host_ext = false;
     uint64_t host_import_alignment = 0;  // minImportedHostPointerAlignment (with the extension)
     bool shader_float16 = false;
+    // VK_KHR_shader_integer_dot_product with its shaderIntegerDotProduct feature (enabled at
+    // device creation); accelerated: the 4x8-bit packed signed form is a native instruction.
     bool shader_int8_dot = false;
+    bool int8_dot_accelerated = false;
     uint64_t max_buffer_size = 0;      // per-descriptor limit (maxStorageBufferRange); unused with
                                        // device addresses, reported for the record
     uint64_t max_allocation_size = 0;  // one vkAllocateMemory (maxMemoryAllocationSize)

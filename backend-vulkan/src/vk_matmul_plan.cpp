@@ -78,6 +78,10 @@ void VulkanBackend::read_tuning_env() {
         }
     }
     if (const char* t = std::getenv("TANDEM_VK_TILED")) tiled_ok_ = std::string(t) != "0";
+    if (const char* v = std::getenv("TANDEM_VK_Q8_ROWS")) {
+        const int n = std::atoi(v);
+        if (n == 1 || n == 2 || n == 4 || n == 8) q8_rows_ = uint32_t(n);
+    }
     if (const char* v = std::getenv("TANDEM_VK_GPT")) {
         const int n = std::atoi(v);
         if (n == 1 || n == 2 || n == 4 || n == 8) matvec_gpt1_ = uint32_t(n);

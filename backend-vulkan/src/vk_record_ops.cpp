@@ -44,6 +44,7 @@ struct RmsPush {
     uint32_t group, n_groups;
     float eps;
     uint32_t has_w;
+    uint64_t qs, ds;  // Q8: the output's q8 activations
 };
 struct RowsPush {
     uint64_t w, ids, y;
@@ -157,6 +158,8 @@ size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
         ++n;
     }
     if (n < 2) return 0;
+    const Node* mats[3] = {&first, &nodes[at + 1], n > 2 ? &nodes[at + 2] : nullptr};
+    if (record_matvec_q8(g, mats, n)) return n;
     const Ref x = ref(g, first.src[1]);
     MatPartsPush p{};
     Ref outs[3];
@@ -195,11 +198,53 @@ size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
     return n;
 }
 
+bool VulkanBackend::rms_on_registers(int64_t group, const Ref& x, const Ref& w, const Ref& y,
+                                     const Ref& add_b, const Ref& add_s) const {
+    const uint64_t addresses = x.address | y.address | (w.buffer >= 0 ? w.address : 0) |
+                               (add_b.buffer >= 0 ? add_b.address | add_s.address : 0);
+    return group % 4 == 0 && (addresses & 15) == 0 && uint64_t(group) <= rms_workgroup(group) * 32;
+}
+
+uint32_t VulkanBackend::rms_workgroup(int64_t group) {
+    // 256 invocations for model-width rows (4 vec4 loads each in flight at 4096), 64 for
+    // per-head norms (head_dim 64..256).
+    return group >= 1024 ? 256 : 64;
+}
+
+void VulkanBackend::record_rms_norm(const Ref& x, const Ref& w, const Ref& y, const Ref& add_b,
+                                    const Ref& add_s, int64_t group, uint64_t n_groups, float eps,
+                                    bool q8) {
+    const bool add = add_b.buffer >= 0;
+    const uint32_t wg = rms_workgroup(group);
+    const uint32_t sg =
+        pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && wg % pd_.subgroup_size == 0 ? 1 : 0;
+    const uint64_t addresses = x.address | y.address | (w.buffer >= 0 ? w.address : 0) |
+                               (add ? add_b.address | add_s.address : 0);
+    const uint32_t vec4 = group % 4 == 0 && (addresses & 15) == 0 ? 1 : 0;
+    const Ref q = q8 ? q8_ref(group, int64_t(n_groups)) : Ref{};
+    RmsPush p{x.address,
+              w.buffer >= 0 ? w.address : x.address,
+              y.address,
+              add ? add_b.address : x.address,
+              add ? add_s.address : y.address,
+              u32(group),
+              u32(n_groups),
+              eps,
+              w.buffer >= 0 ? 1u : 0u,
+              q8 ? q.address : 0,
+              q8 ? q.address + uint64_t(group) * n_groups : 0};
+    dispatch("rms_norm", {wg, sg, vec4, add ? 1u : 0u, q8 ? 1u : 0u}, &p, sizeof p,
+             split_x(n_groups), split_z(n_groups), 1, {x, w, add_b}, {y, add_s, q});
+}
+
 // Add (residual) then RmsNorm of its output over whole rows: one rms_norm dispatch with ADD,
 // when the norm's output cannot overwrite what another workgroup has yet to read of the add's
 // inputs (the planner may give it their memory once they are dead; the fused kernel still
-// reads them).
-bool VulkanBackend::try_fuse_add_norm(const Graph& g, const Node& add, const Node& norm) {
+// reads them). The norm also leaves q8 activations when a q8 matmul reads it next.
+bool VulkanBackend::try_fuse_add_norm(const Graph& g, size_t at) {
+    const std::vector<Node>& nodes = g.nodes();
+    if (at + 1 >= nodes.size()) return false;
+    const Node &add = nodes[at], &norm = nodes[at + 1];
     if (!fuse_ || add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out)
         return false;
     const GraphTensor& out = g.tensor(norm.out);
@@ -211,36 +256,17 @@ bool VulkanBackend::try_fuse_add_norm(const Graph& g, const Node& add, const Nod
     };
     const int64_t group = out.cols();
     const uint64_t n_groups = uint64_t(out.rows());
-    const uint32_t wg = group >= 1024 ? 256 : 64;
-    const uint32_t sg =
-        pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && wg % pd_.subgroup_size == 0 ? 1 : 0;
-    const bool aligned =
-        ((a.address | b.address | s.address | y.address | (w.buffer >= 0 ? w.address : 0)) & 15) ==
-        0;
-    const uint32_t vec4 = group % 4 == 0 && aligned ? 1 : 0;
     // On the register path a workgroup has read its whole row (all its loads feed the sum
     // before the barrier) before it writes any of y, so y may reuse an input's memory row for
     // row (same offset), or anywhere when there is one row (decode).
-    const bool regs = vec4 && uint64_t(group) <= uint64_t(wg) * 4 * 8;  // rms_norm.comp NREG
+    const bool regs = rms_on_registers(group, a, w, y, b, s);
     auto safe = [&](const Ref& in) {
         return !overlap(y, in) || (regs && (n_groups == 1 || y.offset == in.offset));
     };
     if (b.buffer < 0 || !safe(a) || !safe(b) || overlap(y, s)) return false;
-    RmsPush p{a.address,
-              w.buffer >= 0 ? w.address : a.address,
-              y.address,
-              b.address,
-              s.address,
-              u32(group),
-              u32(n_groups),
-              norm.f[0],
-              w.buffer >= 0 ? 1u : 0u};
-    if (w.buffer >= 0)
-        dispatch("rms_norm", {wg, sg, vec4, 1}, &p, sizeof p, split_x(n_groups), split_z(n_groups),
-                 1, {a, b, w}, {s, y});
-    else
-        dispatch("rms_norm", {wg, sg, vec4, 1}, &p, sizeof p, split_x(n_groups), split_z(n_groups),
-                 1, {a, b}, {s, y});
+    const bool q8 = regs && group % 32 == 0 && q8_for_next_matmul(g, at + 2, norm.out);
+    record_rms_norm(a, w, y, b, s, group, n_groups, norm.f[0], q8);
+    if (q8) q8_src_ = y.address, q8_src_cols_ = group, q8_src_rows_ = int64_t(n_groups);
     return true;
 }
 
@@ -295,27 +321,9 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
             break;
         }
         case Op::RmsNorm: {
-            const Ref w = ref(g, n.src[1]);
             const int64_t group = n.i[0] > 0 ? n.i[0] : out.cols();
-            const uint64_t n_groups = n_out / static_cast<uint64_t>(group);
-            RmsPush p{a.address,     w.address, y.address,
-                      a.address,     y.address, u32(group),
-                      u32(n_groups), n.f[0],    w.buffer >= 0 ? 1u : 0u};
-            // 256 invocations for model-width rows (4 vec4 loads each in flight at 4096), 64
-            // for per-head norms (head_dim 64..256).
-            const uint32_t wg = group >= 1024 ? 256 : 64;
-            const uint32_t sg =
-                pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && wg % pd_.subgroup_size == 0 ? 1
-                                                                                                : 0;
-            const bool aligned =
-                ((a.address | y.address | (w.buffer >= 0 ? w.address : 0)) & 15) == 0;
-            const uint32_t vec4 = group % 4 == 0 && aligned ? 1 : 0;
-            if (w.buffer >= 0)
-                dispatch("rms_norm", {wg, sg, vec4, 0}, &p, sizeof p, split_x(n_groups),
-                         split_z(n_groups), 1, {a, w}, {y});
-            else
-                dispatch("rms_norm", {wg, sg, vec4, 0}, &p, sizeof p, split_x(n_groups),
-                         split_z(n_groups), 1, {a}, {y});
+            record_rms_norm(a, ref(g, n.src[1]), y, Ref{}, Ref{}, group,
+                            n_out / static_cast<uint64_t>(group), n.f[0], false);
             break;
         }
         case Op::GetRows: {
@@ -327,6 +335,8 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
             break;
         }
         case Op::MatMul: {
+            const Node* self = &n;
+            if (record_matvec_q8(g, &self, 1)) break;
             const WeightDesc& w = weight_desc(g, n.src[0]);
             const Ref x = ref(g, n.src[1]), bias = ref(g, n.src[2]);
             const int64_t T = g.tensor(n.src[1]).rows();

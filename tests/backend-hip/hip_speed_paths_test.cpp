@@ -54,19 +54,6 @@ namespace {
 
 const DType kQ8Types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-// x [T, n_in] as the kernel sees it: per 32 values, d = max|x| / 127 (float), q = round(x / d).
-std::vector<double> q8_activations(const std::vector<float>& x) {
-    std::vector<double> out(x.size());
-    for (size_t b = 0; b < x.size(); b += 32) {
-        float amax = 0.0f;
-        for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
-        const float d = amax / 127.0f;
-        for (size_t i = b; i < b + 32; ++i)
-            out[i] = amax > 0.0f ? double(d) * std::nearbyint(x[i] / d) : 0.0;
-    }
-    return out;
-}
-
 // The matvec's items run on the host over every row: out[t, o] for T <= 8 tokens.
 template <DType T>
 std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<float>& x,

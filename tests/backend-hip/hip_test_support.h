@@ -44,16 +44,4 @@ inline BothOutputs run_both(Backend& hip, const OpBuilder& build, int32_t n_past
     return r;
 }
 
-inline std::vector<double> as_double(const std::vector<float>& v) {
-    return {v.begin(), v.end()};
-}
-
-// nmse() that also prints "<what>: nmse <value>" for the GPU run's log.
-inline double reported_nmse(const std::string& what, const std::vector<float>& out,
-                            const std::vector<double>& ref) {
-    const double e = nmse(out, ref);
-    std::printf("  %-44s nmse %.3e\n", what.c_str(), e);
-    return e;
-}
-
 }  // namespace tandem::test

@@ -7,6 +7,7 @@
 // running the same graph; every check lands in the NMSE table printed at the end.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
@@ -58,6 +59,18 @@ inline double nmse(const std::vector<float>& out, const std::vector<double>& ref
         den += ref[i] * ref[i];
     }
     return den > 0 ? num / den : num;
+}
+
+inline std::vector<double> as_double(const std::vector<float>& v) {
+    return {v.begin(), v.end()};
+}
+
+// nmse() that also prints "<what>: nmse <value>" for the GPU run's log.
+inline double reported_nmse(const std::string& what, const std::vector<float>& out,
+                            const std::vector<double>& ref) {
+    const double e = nmse(out, ref);
+    std::printf("  %-44s nmse %.3e\n", what.c_str(), e);
+    return e;
 }
 
 // A weight stored in type t: f32 values quantised by the reference quantiser, and the values

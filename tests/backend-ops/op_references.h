@@ -30,6 +30,20 @@ std::vector<double> ref_matmul(const QuantWeight& w, const std::vector<X>& x, in
     return y;
 }
 
+// x [T, n_in] as the GPU decode matvecs over int8 activations see it (HIP hip_matvec_q8.hip,
+// Vulkan quantize_q8.comp): per 32 values, d = max|x| / 127 (float), value = d * round(x / d).
+inline std::vector<double> q8_activations(const std::vector<float>& x) {
+    std::vector<double> out(x.size());
+    for (size_t b = 0; b < x.size(); b += 32) {
+        float amax = 0.0f;
+        for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const float d = amax / 127.0f;
+        for (size_t i = b; i < b + 32; ++i)
+            out[i] = amax > 0.0f ? double(d) * std::nearbyint(x[i] / d) : 0.0;
+    }
+    return out;
+}
+
 inline double ref_activation(Activation a, double x) {
     if (a == Activation::Silu) return x / (1 + std::exp(-x));
     return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));

@@ -20,18 +20,15 @@ bool is_float(DType t) {
 }
 
 // Bound vs the double sum. The CPU backend quantises activations to q8 for block types: that,
-// not its kernels, bounds its error. So does HIP's decode matvec (1-8 tokens) for the types it
-// runs over q8 activations (hip_speed_paths_test checks it against the q8 reference at 1e-10);
-// the other GPU kernels keep f32 activations: rounding only.
+// not its kernels, bounds its error. So do the GPU decode matvecs (1-8 tokens) for the types
+// they run over q8 activations (hip_speed_paths_test and vk_q8_matvec_test check them against
+// the q8 reference at 1e-10); the other GPU kernels keep f32 activations: rounding only.
 double bound_vs_f64(const std::string& backend, DType t, int64_t tokens) {
     if (backend == "cpu") return t == DType::F32 ? 1e-10 : is_float(t) ? 1e-8 : 2e-4;
-    if (backend == "hip") {
-        const bool q8_matvec =
-            tokens <= 8 && (t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K ||
-                            t == DType::Q5_K || t == DType::Q6_K);
-        return q8_matvec ? 2e-4 : 1e-10;
-    }
-    return 1e-9;
+    const bool q8_type = t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K ||
+                         t == DType::Q6_K || (backend == "hip" && t == DType::Q5_K);
+    if (tokens <= 8 && q8_type) return 2e-4;
+    return backend == "hip" ? 1e-10 : 1e-9;
 }
 // A GPU backend vs the CPU backend: the CPU's q8 activations dominate for block types.
 double bound_vs_cpu(DType t) {

@@ -11,13 +11,6 @@
 namespace tandem::test {
 namespace {
 
-// Restores an environment variable when the test ends.
-struct ScopedEnv {
-    std::string name;
-    ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-    ~ScopedEnv() { unsetenv(name.c_str()); }
-};
-
 // Quantised weights against f32 activations: the kernels' float sums differ from the double
 // reference by rounding only. The CPU backend quantises activations to q8 for block types.
 double cpu_tolerance(DType t) {
@@ -28,6 +21,7 @@ TEST(VulkanKernelVariants, OtherMatvecSpecialisations) {
     for (const char* mv : {"64,4", "64,1", "32,32"}) {
         ScopedEnv env("TANDEM_VK_MATVEC", mv);
         ScopedEnv no_tiled("TANDEM_VK_TILED", "0");
+        ScopedEnv no_q8("TANDEM_VK_Q8", "0");  // the f32 matvec (vk_q8_matvec_test: the q8 one)
         TANDEM_VULKAN_OR_SKIP(vk);
         for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
                         DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
@@ -87,6 +81,7 @@ TEST(VulkanKernelVariants, ProfileModePrintsGpuTimePerOp) {
 // allows it (lavapipe does), at an offset that is not page-aligned; the results must not change.
 TEST(VulkanKernelVariants, WeightsImportedInPlace) {
     ScopedEnv env("TANDEM_VK_IMPORT", "1");
+    ScopedEnv no_q8("TANDEM_VK_Q8", "0");  // f32 activations: the double product exactly
     TANDEM_VULKAN_OR_SKIP(vk);
     QuantWeight w(DType::Q6_K, {512, 37, 1}, 21);
     auto x = random_floats(512 * 3, 22);

@@ -189,6 +189,7 @@ const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0
                               DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 TEST(VulkanSpeedPaths, DirectMatvecEveryType) {
+    ScopedEnv no_q8("TANDEM_VK_Q8", "0");  // the f32 kernels (vk_q8_matvec_test: the q8 one)
     struct Shape {
         int64_t n_in, n_out, T;
     };
@@ -236,6 +237,7 @@ TEST(VulkanSpeedPaths, DirectMatvecEveryType) {
 // the double product, with row counts that make workgroups straddle two matrices, a type change
 // that ends the run, a bias that breaks it, and 1-3 tokens.
 TEST(VulkanSpeedPaths, MatvecsSharingAnInputFused) {
+    ScopedEnv no_q8("TANDEM_VK_Q8", "0");  // the f32 matvec (vk_q8_matvec_test: the q8 one)
     TANDEM_VULKAN_OR_SKIP(vk);
     struct Case {
         int64_t n_in, T;
@@ -280,6 +282,7 @@ TEST(VulkanSpeedPaths, MatvecsSharingAnInputFused) {
 // get_rows, against the dequantised file blocks; a row that is not whole 256-element
 // super-blocks stays in the file layout.
 TEST(VulkanSpeedPaths, RepackedWeightsEveryKernel) {
+    ScopedEnv no_q8("TANDEM_VK_Q8", "0");  // the f32 kernels (vk_q8_matvec_test: the q8 one)
     struct Case {
         const char* matvec;
         int64_t n_in, n_out, T;

@@ -1,6 +1,7 @@
 #pragma once
 // Runs one-node graphs on the Vulkan backend and on the CPU backend (the reference) with the
 // same inputs, using the backend-op harness's weights and graph builder.
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,6 +26,14 @@ inline std::unique_ptr<Backend> vulkan_backend() {
     GTEST_SKIP() << "no Vulkan backend (plugin not built or no Vulkan driver; " \
                     "Debian: mesa-vulkan-drivers for lavapipe)"
 
+// Sets an environment variable (the backend reads its tuning switches when created) and
+// removes it when the scope ends.
+struct ScopedEnv {
+    std::string name;
+    ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+    ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
 // Builds the graph on `g` for backend `b` (weights are uploaded through g) and returns the
 // output it fills.
 using OpBuilder = std::function<void(OpGraph& g, Backend& b, std::vector<float>& out)>;
@@ -43,10 +52,6 @@ inline BothOutputs run_both(Backend& vk, const OpBuilder& build, int32_t n_past 
     gv.run(vk);
     gc.run(*cpu);
     return r;
-}
-
-inline std::vector<double> as_double(const std::vector<float>& v) {
-    return std::vector<double>(v.begin(), v.end());
 }
 
 }  // namespace tandem::test

@@ -1,0 +1,28 @@
+// Activations quantised to int8 for the int8-dot decode matvec (matvec_q8.comp), laid out as
+// the HIP backend's: int8 q [n_tok * n_in] (read as 32-bit words), then (d, s) per 32 values
+// [n_tok * n_in / 32] with d = max|x| / 127 and s = d * sum(q) (the K-quants' mins and Q4_0's
+// offset need the block sum), as the CPU backend quantises its activations.
+// q8_store_vec4 quantises a vec4 of a row: the 8 invocations holding one 32-value block must be
+// 8 consecutive lanes of a subgroup (8 divides the subgroup size) and all reach the call.
+// Needs common.glsl.
+#extension GL_KHR_shader_subgroup_shuffle : enable
+
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer Vec2s { vec2 v[]; };
+
+// Values 4i..4i+3 (vec4 index i of the whole activation buffer); `live`: store them.
+void q8_store_vec4(vec4 v, uint i, bool live, Uints qs, Vec2s ds) {
+    float amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
+    amax = max(amax, subgroupShuffleXor(amax, 1u));
+    amax = max(amax, subgroupShuffleXor(amax, 2u));
+    amax = max(amax, subgroupShuffleXor(amax, 4u));
+    const float d = amax / 127.0;
+    const ivec4 q = amax > 0.0 ? ivec4(roundEven(v / d)) : ivec4(0);
+    int s = q.x + q.y + q.z + q.w;
+    s += subgroupShuffleXor(s, 1u);
+    s += subgroupShuffleXor(s, 2u);
+    s += subgroupShuffleXor(s, 4u);
+    if (!live) return;
+    qs.v[i] = uint(q.x & 0xFF) | (uint(q.y & 0xFF) << 8) | (uint(q.z & 0xFF) << 16) |
+              (uint(q.w) << 24);
+    if ((i & 7u) == 0u) ds.v[i >> 3] = vec2(d, d * float(s));
+}

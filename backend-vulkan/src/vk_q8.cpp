@@ -1,0 +1,175 @@
+// The int8-dot decode matvec (matvec_q8.comp): which matmuls take it, the activation buffer
+// it reads (quantised by quantize_q8.comp, or left by the RMSNorm / gated activation before
+// the matmul), and its dispatch.
+#include <algorithm>
+#include <cstddef>
+
+#include "vk_backend.h"
+#include "vk_repack.h"
+
+namespace tandem::vk {
+namespace {
+
+struct Q8MatPush {
+    uint64_t w, xq, xd, y, bias;
+    uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
+    uint64_t w1, w2, y1, y2;  // PARTS > 1
+    uint32_t n_out1, n_out2;
+};
+static_assert(offsetof(Q8MatPush, w1) == 64 && sizeof(Q8MatPush) == 104);
+static_assert(sizeof(Q8MatPush) <= kPushConstantBytes);
+
+struct QuantPush {
+    uint64_t a, b, y, qs, ds;
+    uint32_t n4;
+};
+
+constexpr uint32_t kQ8Workgroup = 128;
+constexpr int64_t kQ8MaxTokens = 8;  // matvec_q8.comp's largest TOK
+
+uint32_t u32(int64_t v) {
+    return static_cast<uint32_t>(v);
+}
+
+}  // namespace
+
+bool VulkanBackend::q8_matvec_ok(const Graph& g, TensorId w_id, int64_t T) const {
+    if (!q8_ || T < 1 || T > kQ8MaxTokens) return false;
+    const WeightDesc& w = weight_desc(g, w_id);
+    const uint32_t t = shader_type(g, w_id);
+    if (t == repacked_type_id(DType::Q4_0) || t == repacked_type_id(DType::Q8_0)) return true;
+    switch (w.type) {
+        case DType::Q4_0:
+        case DType::Q8_0:
+            return w.ne[0] % 32 == 0;
+        case DType::Q4_K:
+        case DType::Q6_K:
+            return w.ne[0] % 256 == 0;
+        default:
+            return false;
+    }
+}
+
+bool VulkanBackend::q8_for_next_matmul(const Graph& g, size_t at, TensorId x) const {
+    const std::vector<Node>& nodes = g.nodes();
+    if (!fuse_ || at >= nodes.size()) return false;
+    const Node& m = nodes[at];
+    if (m.op != Op::MatMul || m.src[1] != x) return false;
+    const GraphTensor& xt = g.tensor(x);
+    return weight_desc(g, m.src[0]).ne[0] == xt.cols() && q8_matvec_ok(g, m.src[0], xt.rows());
+}
+
+VulkanBackend::Ref VulkanBackend::q8_ref(int64_t n_in, int64_t T) const {
+    const auto values = uint64_t(n_in * T);
+    return {kQ8Id, q8_buf_.address, 0, values + values / 4};
+}
+
+void VulkanBackend::ensure_q8_buffer(const Graph& g) {
+    if (!q8_) return;
+    uint64_t need = 0;
+    for (const Node& n : g.nodes()) {
+        if (n.op != Op::MatMul) continue;
+        const GraphTensor& x = g.tensor(n.src[1]);
+        if (q8_matvec_ok(g, n.src[0], x.rows())) need = std::max(need, q8_ref(x.cols(), x.rows()).size);
+    }
+    if (need <= q8_buf_.size) return;
+    vkDeviceWaitIdle(ctx_->device());
+    ctx_->destroy(q8_buf_);
+    ++generation_;
+    q8_buf_ = ctx_->create_device_buffer(std::max<uint64_t>(need, 64 << 10), "q8 activations");
+}
+
+void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
+    if (q8_src_ == x.address && q8_src_cols_ == n_in && q8_src_rows_ == T) return;
+    const Ref q = q8_ref(n_in, T);
+    const auto n4 = u32(n_in * T / 4);
+    QuantPush p{x.address, x.address, x.address, q.address, q.address + uint64_t(n_in * T), n4};
+    dispatch("quantize_q8", {0u}, &p, sizeof p, (n4 + 255) / 256, 1, 1, {x}, {q});
+    q8_src_ = x.address, q8_src_cols_ = n_in, q8_src_rows_ = T;
+}
+
+bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, size_t n) {
+    const Node& first = *mats[0];
+    const GraphTensor& xt = g.tensor(first.src[1]);
+    const int64_t T = xt.rows(), n_in = xt.cols();
+    const Ref x = ref(g, first.src[1]);
+    const uint32_t type = shader_type(g, first.src[0]);
+    for (size_t k = 0; k < n; ++k)
+        if (!q8_matvec_ok(g, mats[k]->src[0], T) || shader_type(g, mats[k]->src[0]) != type ||
+            weight_desc(g, mats[k]->src[0]).ne[0] != n_in || (n > 1 && mats[k]->src[2] != kNoTensor))
+            return false;
+    // quantize_q8.comp reads x as vec4s, unless the producer left the q8 values already.
+    const bool quantised = q8_src_ == x.address && q8_src_cols_ == n_in && q8_src_rows_ == T;
+    if (!quantised && x.address % 16 != 0) return false;
+    quantize_q8(x, n_in, T);
+    const Ref q = q8_ref(n_in, T);
+    Q8MatPush p{};
+    Ref outs[3];
+    uint64_t rows = 0;
+    for (size_t k = 0; k < n; ++k) {
+        const Ref wr = ref(g, mats[k]->src[0]), y = ref(g, mats[k]->out);
+        const auto n_out = u32(weight_desc(g, mats[k]->src[0]).ne[1]);
+        rows += n_out;
+        outs[k] = y;
+        if (k == 0) {
+            const Ref bias = ref(g, first.src[2]);
+            const WeightDesc& w = weight_desc(g, first.src[0]);
+            p.w = wr.address, p.xq = q.address, p.xd = q.address + uint64_t(n_in * T);
+            p.y = y.address, p.bias = bias.buffer >= 0 ? bias.address : wr.address;
+            p.n_in = u32(n_in), p.n_out = n_out, p.n_tok = u32(T);
+            p.row_bytes = u32(row_bytes(w.type, uint64_t(w.ne[0])));
+            p.has_bias = bias.buffer >= 0 ? 1u : 0u;
+        } else if (k == 1) {
+            p.w1 = wr.address, p.y1 = y.address, p.n_out1 = n_out;
+        } else {
+            p.w2 = wr.address, p.y2 = y.address, p.n_out2 = n_out;
+        }
+    }
+    const uint32_t tok = T == 1 ? 1 : T == 2 ? 2 : T <= 4 ? 4 : 8;
+    const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&
+                                (kQ8Workgroup / q8_rows_) % pd_.subgroup_size == 0
+                            ? 1u
+                            : 0u;
+    const uint64_t groups = (rows + q8_rows_ - 1) / q8_rows_;
+    const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, 32768));
+    const uint32_t gz = static_cast<uint32_t>((groups + 32767) / 32768);
+    const Ref bias = n == 1 ? ref(g, first.src[2]) : Ref{};
+    dispatch("matvec_q8", {type, kQ8Workgroup, q8_rows_, tok, sg, uint32_t(n)}, &p, sizeof p, gx,
+             1, gz, {q, bias}, {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
+    // An output written over its own input leaves q8_buf_ stale for that memory.
+    for (size_t k = 0; k < n; ++k)
+        if (outs[k].buffer == x.buffer && outs[k].offset < x.offset + x.size &&
+            x.offset < outs[k].offset + outs[k].size)
+            q8_src_ = 0;
+    return true;
+}
+
+bool VulkanBackend::try_q8_producer(const Graph& g, size_t at) {
+    const Node& n = g.nodes()[at];
+    if (!q8_ || !q8_for_next_matmul(g, at + 1, n.out)) return false;
+    const GraphTensor& out = g.tensor(n.out);
+    const int64_t cols = out.cols(), rows = out.rows();
+    const Ref a = ref(g, n.src[0]), y = ref(g, n.out);
+    const Ref q = q8_ref(cols, rows);
+    if (cols % 32 != 0) return false;
+    if (n.op == Op::GatedAct) {
+        const Ref b = ref(g, n.src[1]);
+        if (((a.address | b.address | y.address) & 15) != 0 || b.buffer < 0) return false;
+        const auto n4 = u32(cols * rows / 4);
+        const uint32_t op = n.i[0] == int(Activation::Silu) ? 4u : 5u;  // eltwise.comp's ids
+        QuantPush p{a.address, b.address, y.address, q.address, q.address + uint64_t(cols * rows),
+                    n4};
+        dispatch("quantize_q8", {op}, &p, sizeof p, (n4 + 255) / 256, 1, 1, {a, b}, {y, q});
+    } else if (n.op == Op::RmsNorm) {
+        const Ref w = ref(g, n.src[1]);
+        if (n.i[0] > 0 && n.i[0] != cols) return false;
+        if (!rms_on_registers(cols, a, w, y, Ref{}, Ref{})) return false;
+        record_rms_norm(a, w, y, Ref{}, Ref{}, cols, uint64_t(rows), n.f[0], true);
+    } else {
+        return false;
+    }
+    q8_src_ = y.address, q8_src_cols_ = cols, q8_src_rows_ = rows;
+    return true;
+}
+
+}  // namespace tandem::vk

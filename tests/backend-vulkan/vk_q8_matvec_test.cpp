@@ -1,0 +1,228 @@
+// The Vulkan decode matvec over int8 activations (matvec_q8.comp, on where the device has
+// integer dot products; lavapipe does): every weight type it takes (Q4_0 / Q8_0 in the file
+// layout and repacked, Q4_K, Q6_K) against the double product over the activations as the
+// quantiser rounds them, 1-8 tokens, odd row counts, rows per workgroup, q/k/v fused into one
+// dispatch, an input quantised once for two matmuls and again after it changes, and the RMSNorm
+// (alone and after a residual add) and gated activation before a matmul leaving its q8
+// activations themselves. TANDEM_VK_Q8=0 keeps f32 activations (exact).
+#include <string>
+#include <tuple>
+
+#include "../backend-ops/op_references.h"
+#include "vk_test_support.h"
+
+namespace tandem::test {
+namespace {
+
+const DType kQ8Types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+
+// Skips (returns false) on a device whose matvec keeps f32 activations: a Q8_0 product whose
+// q8 rounding is far from the f32 one tells the two apart.
+bool takes_q8_path(Backend& vk) {
+    QuantWeight w(DType::Q8_0, {256, 8, 1}, 77);
+    auto x = random_floats(256, 78, -3, 3);
+    OpGraph g;
+    std::vector<float> y;
+    g.node(Op::MatMul, g.output(y, 8, 1), {g.weight(vk, w), g.input(x.data(), 256, 1)});
+    g.run(vk);
+    return nmse(y, ref_matmul(w, q8_activations(x), 1)) < nmse(y, ref_matmul(w, x, 1));
+}
+
+#define TANDEM_Q8_OR_SKIP(vk)                                                           \
+    if (!takes_q8_path(*vk))                                                            \
+    GTEST_SKIP() << "this Vulkan device has no integer dot products (or subgroup "     \
+                    "shuffles): its decode matvec keeps f32 activations"
+
+TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
+    struct Shape {
+        int64_t n_in, n_out, T;
+    };
+    const Shape shapes[] = {{256, 1, 1},  {256, 67, 1}, {2304, 37, 2}, {4096, 33, 1},
+                            {512, 5, 3},  {1024, 9, 5}, {768, 17, 8},  {14336, 3, 1}};
+    // (repack, rows per workgroup): the file layout (integrated GPUs, lavapipe) and the
+    // repacked one (discrete GPUs), one subgroup per row and a whole workgroup per row.
+    for (auto [repack, rows] : {std::pair{"0", "4"}, {"1", "4"}, {"1", "1"}}) {
+        ScopedEnv re("TANDEM_VK_REPACK", repack), ro("TANDEM_VK_Q8_ROWS", rows);
+        TANDEM_VULKAN_OR_SKIP(vk);
+        TANDEM_Q8_OR_SKIP(vk);
+        for (DType t : kQ8Types)
+            for (const Shape& s : shapes) {
+                if (s.n_in % dtype_traits(t).block_elems) continue;
+                QuantWeight w(t, {s.n_in, s.n_out, 1}, uint32_t(s.n_out * 5 + s.T));
+                auto x = random_floats(size_t(s.n_in * s.T), uint32_t(s.n_in + s.T), -2, 2);
+                auto r = run_both(*vk, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
+                    g.node(Op::MatMul, g.output(out, s.n_out, s.T),
+                           {g.weight(b, w), g.input(x.data(), s.n_in, s.T)});
+                });
+                const std::string what = std::string(dtype_name(t)) + " " +
+                                         std::to_string(s.n_in) + "x" + std::to_string(s.n_out) +
+                                         " T=" + std::to_string(s.T) + " repack " + repack +
+                                         " rows " + rows;
+                EXPECT_LT(reported_nmse(what, r.vulkan, ref_matmul(w, q8_activations(x), s.T)),
+                          1e-10)
+                    << what;
+                // The CPU backend quantises activations too (Q8_K blocks of 256 for the
+                // K-quants): within the op suite's bound, where there are enough outputs for a
+                // mean (one value's relative error is not one).
+                if (s.n_out * s.T >= 8) {
+                    EXPECT_LT(nmse(r.vulkan, as_double(r.cpu)), 2e-4) << what << " vs cpu";
+                }
+            }
+    }
+}
+
+// q/k/v as one dispatch over q8 activations: row counts that make workgroups straddle two
+// matrices, and a bias on a lone matmul after them.
+TEST(VulkanQ8Matvec, MatvecsSharingAnInputFused) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    TANDEM_Q8_OR_SKIP(vk);
+    for (auto [t, T] : {std::pair{DType::Q4_K, int64_t(1)}, {DType::Q4_0, 3}, {DType::Q6_K, 2}}) {
+        const int64_t n_in = 512;
+        auto x = random_floats(size_t(n_in * T), uint32_t(T + 5), -2, 2);
+        QuantWeight wq(t, {n_in, 67, 1}, 1), wk(t, {n_in, 9, 1}, 2), wv(t, {n_in, 10, 1}, 3);
+        QuantWeight wb(t, {n_in, 7, 1}, 4), bias(DType::F32, {7, 1, 1}, 5);
+        std::vector<float> q, k, v, yb;
+        OpGraph g;
+        const TensorId xt = g.input(x.data(), n_in, T);
+        g.node(Op::MatMul, g.output(q, 67, T), {g.weight(*vk, wq), xt});
+        g.node(Op::MatMul, g.output(k, 9, T), {g.weight(*vk, wk), xt});
+        g.node(Op::MatMul, g.output(v, 10, T), {g.weight(*vk, wv), xt});
+        g.node(Op::MatMul, g.output(yb, 7, T), {g.weight(*vk, wb), xt, g.weight(*vk, bias)});
+        g.run(*vk);
+        const auto xq = q8_activations(x);
+        const std::string what = std::string(dtype_name(t)) + " T=" + std::to_string(T);
+        EXPECT_LT(reported_nmse(what + " q", q, ref_matmul(wq, xq, T)), 1e-10);
+        EXPECT_LT(reported_nmse(what + " k", k, ref_matmul(wk, xq, T)), 1e-10);
+        EXPECT_LT(reported_nmse(what + " v", v, ref_matmul(wv, xq, T)), 1e-10);
+        EXPECT_LT(reported_nmse(what + " +bias", yb, ref_matmul(wb, xq, T, &bias.values)), 1e-10);
+    }
+}
+
+TEST(VulkanQ8Matvec, InputReusedThenRequantisedAfterItChanges) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    TANDEM_Q8_OR_SKIP(vk);
+    const int64_t n_in = 512, n_out = 40, T = 2;
+    QuantWeight w1(DType::Q4_0, {n_in, n_out, 1}, 1), w2(DType::Q6_K, {n_in, n_out, 1}, 2);
+    auto x = random_floats(size_t(n_in * T), 3);
+    std::vector<float> y1, y2, doubled, y3;
+    OpGraph g;
+    const TensorId xt = g.input(x.data(), n_in, T);
+    const TensorId wt1 = g.weight(*vk, w1), wt2 = g.weight(*vk, w2);
+    g.node(Op::MatMul, g.output(y1, n_out, T), {wt1, xt});
+    g.node(Op::MatMul, g.output(y2, n_out, T), {wt2, xt});  // the same quantised input
+    const TensorId dt = g.output(doubled, n_in, T);
+    g.node(Op::Add, dt, {xt, xt});
+    g.node(Op::MatMul, g.output(y3, n_out, T), {wt1, dt});  // quantised again
+    g.run(*vk);
+    std::vector<float> x2(x.size());
+    for (size_t i = 0; i < x.size(); ++i) x2[i] = x[i] + x[i];
+    EXPECT_LT(reported_nmse("q4_0 of x", y1, ref_matmul(w1, q8_activations(x), T)), 1e-10);
+    EXPECT_LT(reported_nmse("q6_k of x (reused)", y2, ref_matmul(w2, q8_activations(x), T)), 1e-10);
+    EXPECT_LT(
+        reported_nmse("q4_0 of x + x (requantised)", y3, ref_matmul(w1, q8_activations(x2), T)),
+        1e-10);
+}
+
+TEST(VulkanQ8Matvec, SwitchedOffKeepsF32Activations) {
+    ScopedEnv off("TANDEM_VK_Q8", "0");
+    TANDEM_VULKAN_OR_SKIP(vk);
+    for (DType t : kQ8Types) {
+        QuantWeight w(t, {512, 21, 1}, 9);
+        auto x = random_floats(512 * 3, 4);
+        OpGraph g;
+        std::vector<float> y;
+        g.node(Op::MatMul, g.output(y, 21, 3), {g.weight(*vk, w), g.input(x.data(), 512, 3)});
+        g.run(*vk);
+        EXPECT_LT(
+            reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matmul(w, x, 3)),
+            1e-9);
+    }
+}
+
+// RMSNorm rows as the double reference computes them.
+std::vector<double> ref_rms_norm(const std::vector<float>& x, const std::vector<float>& w,
+                                 int64_t cols, int64_t rows) {
+    std::vector<double> ref(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+        double ss = 0;
+        for (int64_t i = 0; i < cols; ++i) ss += double(x[r * cols + i]) * x[r * cols + i];
+        const double inv = 1.0 / std::sqrt(ss / double(cols) + 1e-5);
+        for (int64_t i = 0; i < cols; ++i) ref[r * cols + i] = x[r * cols + i] * inv * w[i];
+    }
+    return ref;
+}
+
+// The norm (alone, or after a residual add in the same dispatch) quantises its own output for
+// the matmul after it: that matmul must see exactly the q8 rounding of the norm's f32 output.
+TEST(VulkanQ8Matvec, RmsNormQuantisesForTheMatmulAfterIt) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    TANDEM_Q8_OR_SKIP(vk);
+    // (cols, tokens, weight type, with the residual add): model widths, several rows, and a
+    // row too long for the norm's register path (quantised by its own dispatch then).
+    const std::tuple<int64_t, int64_t, DType, bool> cases[] = {{4096, 1, DType::Q4_0, false},
+                                                               {4096, 1, DType::Q4_K, true},
+                                                               {2304, 2, DType::Q6_K, true},
+                                                               {1024, 8, DType::Q8_0, false},
+                                                               {12288, 1, DType::Q4_K, true}};
+    for (auto [cols, T, t, add] : cases) {
+        auto x = random_floats(size_t(cols * T), uint32_t(cols + T), -3, 3);
+        auto h = random_floats(size_t(cols * T), uint32_t(cols + T + 1), -1, 1);
+        QuantWeight nw(DType::F32, {cols, 1, 1}, 4), w(t, {cols, 37, 1}, 5);
+        OpGraph g;
+        std::vector<float> normed, y;
+        const TensorId nt = g.g.activation("normed", cols, T);
+        TensorId in = g.input(x.data(), cols, T);
+        if (add) {
+            const TensorId s = g.g.activation("resid", cols, T);
+            g.node(Op::Add, s, {in, g.input(h.data(), cols, T)});
+            in = s;
+        }
+        g.node(Op::RmsNorm, nt, {in, g.weight(*vk, nw)}, {0, 0, 0, 0}, {1e-5f, 0});
+        g.node(Op::MatMul, g.output(y, 37, T), {g.weight(*vk, w), nt});
+        g.node(Op::Copy, g.output(normed, cols, T), {nt});
+        g.run(*vk);
+        std::vector<float> xs = x;
+        if (add)
+            for (size_t i = 0; i < xs.size(); ++i) xs[i] += h[i];
+        const std::string what = "norm+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
+                                 " " + std::string(dtype_name(t)) + (add ? " add" : "");
+        EXPECT_LT(reported_nmse(what + " norm", normed, ref_rms_norm(xs, nw.values, cols, T)),
+                  1e-11)
+            << what;
+        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(normed), T)),
+                  1e-10)
+            << what;
+    }
+}
+
+TEST(VulkanQ8Matvec, GatedActQuantisesForTheMatmulAfterIt) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    TANDEM_Q8_OR_SKIP(vk);
+    // (cols, tokens, act): an 8B model's FFN width, SiLU and GELU, several tokens.
+    const std::tuple<int64_t, int64_t, int32_t> cases[] = {
+        {14336, 1, 0}, {14336, 2, 1}, {96, 3, 0}, {2304, 8, 1}};
+    for (auto [cols, T, act] : cases) {
+        auto gate = random_floats(size_t(cols * T), uint32_t(cols + T), -4, 4);
+        auto up = random_floats(size_t(cols * T), uint32_t(cols + T + 1), -2, 2);
+        const DType t = cols % 256 == 0 ? DType::Q4_K : DType::Q4_0;
+        QuantWeight w(t, {cols, 29, 1}, 6);
+        OpGraph g;
+        std::vector<float> h, y;
+        const TensorId ht = g.g.activation("gated", cols, T);
+        g.node(Op::GatedAct, ht, {g.input(gate.data(), cols, T), g.input(up.data(), cols, T)},
+               {act, 0, 0, 0});
+        g.node(Op::MatMul, g.output(y, 29, T), {g.weight(*vk, w), ht});
+        g.node(Op::Copy, g.output(h, cols, T), {ht});
+        g.run(*vk);
+        std::vector<double> ref(h.size());
+        for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_activation(Activation(act), gate[i]) * up[i];
+        const std::string what = "gated+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
+                                 " act " + std::to_string(act);
+        EXPECT_LT(reported_nmse(what + " act", h, ref), 1e-10) << what;
+        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(h), T)), 1e-10)
+            << what;
+    }
+}
+
+}  // namespace
+}  // namespace tandem::test
