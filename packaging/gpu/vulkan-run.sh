@@ -11,7 +11,7 @@
 #                   when absent)
 # Environment: VK_RUN_LIKE (synth shape, default llama-3.1-8b), VK_RUN_TYPES (default "q4_0 q8_0 q4_k_m"), VK_RUN_TMP (default /tmp/vk-run),
 # VK_RUN_SKIP_TESTS=1 for benchmarks only, VK_RUN_PROFILE=0 to skip the per-op GPU time table
-# (first type only), VK_RUN_SWEEP=0 to skip the matvec workgroup-shape sweep (first type, tg64).
+# (first type only), VK_RUN_SWEEP=0 to skip the decode switch sweep (first type, tg64).
 # q4_k_m: synth writes f16, `tandem-cli quantize --type q4_k_m` makes llama.cpp's mix from it.
 # Everything goes to stdout as markdown; the whole run stays under ~8 minutes on an H100.
 set -uo pipefail
@@ -115,26 +115,22 @@ for q in $TYPES; do
       -p 512 -n 32 > /dev/null 2> "$TMP/profile-$q.txt"
   fi
   if [ "${VK_RUN_SWEEP:-1}" = 1 ] && [ "$q" = "${TYPES%% *}" ]; then
-    # decode speed by matvec shape (TANDEM_VK_MATVEC=workgroup,rows per workgroup[,direct]:
-    # direct 1 = matvec_direct.comp, 0 = matvec.comp with activations staged in shared memory)
-    for mv in 256,8,0 512,16,0 128,4,1 256,8,1 512,16,1 1024,32,1; do
-      TANDEM_VK_MATVEC=$mv timeout 60 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan \
-        --ctx 256 -p 0 -n 64 --json > "$TMP/sweep-$mv.json" 2>/dev/null
-      echo "$mv $(json_num decode_tok_s "$TMP/sweep-$mv.json") $(json_num decode_gb_s "$TMP/sweep-$mv.json")" >> "$TMP/sweep.txt"
-    done
-    # default shape with one switch off each: cached command buffers (re-recorded every step),
-    # split-K attention (one workgroup per head), at a 1024-token context after pp512
-    for sw in TANDEM_VK_CACHE=0 TANDEM_VK_SPLITK=0 TANDEM_VK_NONE=0; do
+    # decode speed with one switch each: the f32-activation matvec instead of the int8-dot one
+    # (TANDEM_VK_Q8=0), the int8-dot matvec's rows per 128-invocation workgroup (default 4),
+    # cached command buffers off (re-recorded every step), split-K attention off (one
+    # workgroup per head); TANDEM_VK_NONE=0 is the default itself. tg64 after pp512.
+    for sw in TANDEM_VK_NONE=0 TANDEM_VK_Q8=0 TANDEM_VK_Q8_ROWS=1 TANDEM_VK_Q8_ROWS=2 \
+              TANDEM_VK_Q8_ROWS=8 TANDEM_VK_CACHE=0 TANDEM_VK_SPLITK=0; do
       env "$sw" timeout 60 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan \
         --ctx 1024 -p 512 -n 64 --json > "$TMP/sweep-$sw.json" 2>/dev/null
-      echo "default+$sw,pp512 $(json_num decode_tok_s "$TMP/sweep-$sw.json") $(json_num decode_gb_s "$TMP/sweep-$sw.json")" >> "$TMP/sweep.txt"
+      echo "$sw $(json_num decode_tok_s "$TMP/sweep-$sw.json") $(json_num decode_gb_s "$TMP/sweep-$sw.json")" >> "$TMP/sweep.txt"
     done
   fi
   [ $(( $(date +%s) - t_start )) -gt 420 ] && { echo "(stopping: time budget)"; break; }
 done
 if [ -s "$TMP/sweep.txt" ]; then
-  section "Decode by matvec shape (${TYPES%% *}, tg64; default on discrete GPUs 512,16,1; default+X: one switch off, after pp512; TANDEM_VK_NONE=0 is the default itself)"
-  printf '| TANDEM_VK_MATVEC | tok/s | GB/s |\n|---|---|---|\n'
+  section "Decode with one switch (${TYPES%% *}, tg64 after pp512; TANDEM_VK_NONE=0 is the default)"
+  printf '| switch | tok/s | GB/s |\n|---|---|---|\n'
   awk '{printf "| %s | %.1f | %.1f |\n", $1, $2, $3}' "$TMP/sweep.txt"
 fi
 for p in "$TMP"/profile-*.txt; do
