@@ -4,15 +4,22 @@
 // Empty splits (m = -1e30, l = 0) weigh nothing. The split weights are computed once, in
 // parallel, into shared memory; each invocation then sums its dimension over the splits 8 at a
 // time (8 independent loads in flight: a serial loop here cost ~30 us on an H200).
+// Q8: the output is also left as q8 activations (q8_act.glsl) for the output projection's
+// int8-dot matvec (head_dim % 32 == 0: a head is whole blocks).
+#extension GL_KHR_shader_subgroup_basic : enable
 #include "common.glsl"
+#include "q8_act.glsl"
 layout(local_size_x = 128) in;
-const uint WG = 128u, MAX_SPLIT = 256u;
+layout(constant_id = 0) const uint Q8 = 0;
+const uint WG = 128u, MAX_SPLIT = 256u, MAX_HD = 256u;
 layout(push_constant) uniform P {
     Floats part; Floats y;
     uint n_tok; uint n_head; uint head_dim; uint n_split;
+    Uints qs; Vec2s ds;  // Q8 only
 } p;
 shared float wt[MAX_SPLIT];  // exp(m_s - M), then divided by L
 shared float red[WG];
+shared float out_row[MAX_HD];  // Q8: the head's output, read back as vec4s
 
 void main() {
     const uint r = gl_WorkGroupID.x + gl_WorkGroupID.y * 32768u;  // token * n_head + head
@@ -53,5 +60,17 @@ void main() {
         }
         for (; s < S; ++s) a += p.part.v[base + s * hd] * wt[s];
         p.y.v[r * hd + d] = a * inv;
+        if (Q8 != 0u) out_row[d] = a * inv;
+    }
+    if (Q8 != 0u) {
+        barrier();
+        if (tid < MAX_HD / 4u) {  // whole clusters of 8 lanes
+            const uint i = tid;
+            const bool live = i < hd / 4u;
+            const vec4 v = live ? vec4(out_row[4u * i], out_row[4u * i + 1u], out_row[4u * i + 2u],
+                                       out_row[4u * i + 3u])
+                                : vec4(0.0);
+            q8_store_vec4(v, r * (hd / 4u) + i, live, p.qs, p.ds);
+        }
     }
 }

@@ -1,183 +1,133 @@
 #version 450
 // Split-K decode attention (flash-decoding), pass 1: workgroup (split s, kv head block, token t)
-// attends the query heads of one GQA group (up to GMAX of them) over its share of the cached
-// positions, so each K/V row is read once for the whole group and a step has n_split times more
-// workgroups than heads. Scores take 8 invocations per position (coalesced K reads, short
-// dependent chains: a share is often only 16-40 positions). Writes per head an unnormalised partial (max m, sum l, acc[head_dim])
-// that attention_combine.comp merges. n_past comes from the step parameters, and the share of a
-// split is computed here from it, so recorded commands serve every step.
+// attends HB query heads of one GQA group over its share of the cached positions, so each K/V
+// row is read once for those heads and a step has n_split times more workgroups than heads.
+// Latency first (a share is often 16-40 positions): a cluster of 8 consecutive lanes takes one
+// position at a time (lane i holds head dims DPL*i .. DPL*i + DPL-1 of q, K, V: 16-byte loads),
+// the score is summed across the cluster with three subgroup shuffles and every lane of it
+// keeps the online softmax (m, l, acc) of its dims in registers, so the position loop has no
+// barrier; the 16 clusters' states are merged once at the end through shared memory. Writes per
+// head an unnormalised partial (max m, sum l, acc[head_dim]) that attention_combine.comp merges.
+// n_past comes from the step parameters, and the share of a split is computed here from it, so
+// recorded commands serve every step. Needs head_dim % 16 == 0 and a subgroup size that 8
+// divides (the host checks both).
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_shuffle : enable
 #include "common.glsl"
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint KV_F16 = 1;
-const uint WG = 128u, GMAX = 8u, MAX_HD = 256u, MIN_SHARE = 16u;
-const uint PARTS = 8u, PP = WG / PARTS;  // score pass: PARTS invocations x PP positions
+layout(constant_id = 1) const uint DPL = 16u;  // head_dim / 8: dims per lane
+layout(constant_id = 2) const uint HB = 4u;    // query heads per workgroup
+const uint WG = 128u, CL = 8u, NCL = WG / CL, MAX_HD = 256u, MIN_SHARE = 16u;
 layout(push_constant) uniform P {
     Floats q; Uints k; Uints v; Floats part; Uints step;  // step.v[0] = n_past
     uint n_tok; uint n_head; uint n_kv_head; uint head_dim; uint window; uint n_split;
     float scale; float softcap;
 } p;
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Quads { uvec4 v[]; };
-shared float qs[GMAX * MAX_HD];
-shared float s[GMAX * WG];    // scores, then probabilities, of the tile's positions
-shared float red[GMAX * WG];  // score parts, reductions; at the end the lanes' V sums
+shared float cm[NCL * HB], cl_sum[NCL * HB];  // each cluster's m and l per head
+shared float cacc[NCL * MAX_HD];              // one head's accumulators, per cluster
 
-float kv_at(Uints c, uint elem) {
-    return KV_F16 != 0u ? unpackHalf2x16(c.v[elem >> 1] >> ((elem & 1u) * 16u)).x
-                        : uintBitsToFloat(c.v[elem]);
-}
-
-// Max (is_max) or sum over the workgroup of x[g] for the first nh heads; every invocation gets
-// it. Register arrays are indexed by unrolled constants only (a dynamic index spills them).
-void reduce(inout float x[GMAX], uint nh, uint tid, bool is_max) {
-    [[unroll]] for (uint g = 0u; g < GMAX; ++g)
-        if (g < nh) red[g * WG + tid] = x[g];
-    barrier();
-    for (uint st = WG / 2u; st > 0u; st >>= 1) {
-        if (tid < st)
-            for (uint g = 0u; g < nh; ++g) {
-                const float a = red[g * WG + tid], b = red[g * WG + tid + st];
-                red[g * WG + tid] = is_max ? max(a, b) : a + b;
+// Elements e0 .. e0 + DPL - 1 of a K/V cache (e0 % 8 == 0: DPL is a multiple of 2 and f16 rows
+// start on 16 bytes when DPL % 8 == 0).
+void load_dims(Uints c, uint e0, out float r[DPL]) {
+    if (KV_F16 != 0u) {
+        if (DPL % 8u == 0u) {
+            [[unroll]] for (uint i = 0u; i < DPL / 8u; ++i) {
+                const uvec4 w = Quads(c).v[(e0 >> 3) + i];
+                [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+                    const vec2 h = unpackHalf2x16(w[j]);
+                    r[8u * i + 2u * j] = h.x;
+                    r[8u * i + 2u * j + 1u] = h.y;
+                }
             }
-        barrier();
+        } else {
+            [[unroll]] for (uint i = 0u; i < DPL / 2u; ++i) {
+                const vec2 h = unpackHalf2x16(c.v[(e0 >> 1) + i]);
+                r[2u * i] = h.x;
+                r[2u * i + 1u] = h.y;
+            }
+        }
+    } else if (DPL % 4u == 0u) {
+        [[unroll]] for (uint i = 0u; i < DPL / 4u; ++i) {
+            const uvec4 w = Quads(c).v[(e0 >> 2) + i];
+            [[unroll]] for (uint j = 0u; j < 4u; ++j) r[4u * i + j] = uintBitsToFloat(w[j]);
+        }
+    } else {
+        [[unroll]] for (uint i = 0u; i < DPL; ++i) r[i] = uintBitsToFloat(c.v[e0 + i]);
     }
-    [[unroll]] for (uint g = 0u; g < GMAX; ++g)
-        if (g < nh) x[g] = red[g * WG];
-    barrier();
 }
 
 void main() {
     const uint tid = gl_LocalInvocationID.x, hd = p.head_dim, split = gl_WorkGroupID.x;
-    const uint group = p.n_head / p.n_kv_head, blocks = (group + GMAX - 1u) / GMAX;
-    const uint kvh = gl_WorkGroupID.y / blocks, h0 = kvh * group + (gl_WorkGroupID.y % blocks) * GMAX;
-    const uint nh = min(GMAX, kvh * group + group - h0), t = gl_WorkGroupID.z;
+    const uint cl = tid / CL, ln = tid % CL, d0 = ln * DPL;
+    const uint group = p.n_head / p.n_kv_head, blocks = (group + HB - 1u) / HB;
+    const uint kvh = gl_WorkGroupID.y / blocks, h0 = kvh * group + (gl_WorkGroupID.y % blocks) * HB;
+    const uint nh = min(HB, kvh * group + group - h0), t = gl_WorkGroupID.z;
     const uint pos = p.step.v[0] + t;
     const uint lo = p.window > 0u && pos + 1u > p.window ? pos + 1u - p.window : 0u;
     const uint len = pos + 1u - lo;
     const uint share = max((len + p.n_split - 1u) / p.n_split, MIN_SHARE);
     const uint begin = min(lo + split * share, pos + 1u), end = min(begin + share, pos + 1u);
     const uint kv_width = p.n_kv_head * hd;
-    for (uint i = tid; i < nh * hd; i += WG)
-        qs[(i / hd) * MAX_HD + i % hd] = p.q.v[(t * p.n_head + h0) * hd + i];
-    barrier();
-    // V: invocation = (lane, pair w); each lane takes every lanes-th position of a tile.
-    const uint pairs = hd / 2u, lanes = WG / pairs, lane = tid / pairs, w = tid % pairs;
-    const bool v_live = lane < lanes;
-    float m[GMAX], l[GMAX];
-    vec2 acc[GMAX];
-    [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
+
+    float q[HB][DPL], acc[HB][DPL], m[HB], l[HB];
+    [[unroll]] for (uint g = 0u; g < HB; ++g) {
         m[g] = -1e30;
         l[g] = 0.0;
-        acc[g] = vec2(0.0);
-    }
-    const bool wide_k = KV_F16 != 0u && hd % 8u == 0u;
-    for (uint base = begin; base < end; base += WG) {
-        const uint cnt = min(WG, end - base);
-        // Scores: PARTS invocations per position, each a partial dot over every PARTS-th
-        // 8-dim chunk (neighbours read neighbouring 16 bytes of one K row), summed through
-        // red[] ([part][position][head]) into s[head][position].
-        for (uint p0 = 0u; p0 < cnt; p0 += PP) {
-            const uint jj = tid / PARTS, c = tid % PARTS, j = p0 + jj;
-            float sc[GMAX];
-            [[unroll]] for (uint g = 0u; g < GMAX; ++g) sc[g] = 0.0;
-            if (j < cnt) {
-                const uint kb = (base + j) * kv_width + kvh * hd;
-                if (wide_k) {
-                    for (uint d = c * 8u; d < hd; d += PARTS * 8u) {
-                        const uvec4 wv = Quads(p.k).v[(kb + d) >> 3];
-                        const vec2 a = unpackHalf2x16(wv.x), b = unpackHalf2x16(wv.y);
-                        const vec2 cc = unpackHalf2x16(wv.z), e = unpackHalf2x16(wv.w);
-                        [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
-                            if (g >= nh) break;
-                            const uint o = g * MAX_HD + d;
-                            sc[g] += qs[o] * a.x + qs[o + 1u] * a.y + qs[o + 2u] * b.x +
-                                     qs[o + 3u] * b.y + qs[o + 4u] * cc.x + qs[o + 5u] * cc.y +
-                                     qs[o + 6u] * e.x + qs[o + 7u] * e.y;
-                        }
-                    }
-                } else {
-                    for (uint d = c; d < hd; d += PARTS) {
-                        const float kd = kv_at(p.k, kb + d);
-                        [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
-                            if (g >= nh) break;
-                            sc[g] += qs[g * MAX_HD + d] * kd;
-                        }
-                    }
-                }
-            }
-            [[unroll]] for (uint g = 0u; g < GMAX; ++g) red[(c * PP + jj) * GMAX + g] = sc[g];
-            barrier();
-            {
-                const uint g = tid / PP, jr = tid % PP;  // WG = GMAX * PP invocations
-                if (g < nh && p0 + jr < cnt) {
-                    float x = 0.0;
-                    for (uint k = 0u; k < PARTS; ++k) x += red[(k * PP + jr) * GMAX + g];
-                    x *= p.scale;
-                    if (p.softcap > 0.0) x = p.softcap * tanh(x / p.softcap);
-                    s[g * WG + p0 + jr] = x;
-                }
-            }
-            barrier();
+        const uint qb = (t * p.n_head + h0 + min(g, nh - 1u)) * hd + d0;
+        [[unroll]] for (uint i = 0u; i < DPL; ++i) {
+            q[g][i] = p.q.v[qb + i] * p.scale;
+            acc[g][i] = 0.0;
         }
-        float sc[GMAX];
-        [[unroll]] for (uint g = 0u; g < GMAX; ++g) sc[g] = g < nh && tid < cnt ? s[g * WG + tid] : -1e30;
-        float mx[GMAX];
-        [[unroll]] for (uint g = 0u; g < GMAX; ++g) mx[g] = sc[g];
-        reduce(mx, nh, tid, true);
-        float sum[GMAX], f[GMAX];
-        [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
-            const float m_new = max(m[g], mx[g]);
-            f[g] = exp(m[g] - m_new);
+    }
+    // Clusters take positions begin + cl, begin + cl + NCL, ...: a cluster's 8 lanes are all
+    // in the loop or all out of it, so the shuffles see their whole cluster.
+    for (uint j = begin + cl; j < end; j += NCL) {
+        const uint kb = j * kv_width + kvh * hd + d0;
+        float kr[DPL], vr[DPL];
+        load_dims(p.k, kb, kr);
+        load_dims(p.v, kb, vr);
+        [[unroll]] for (uint g = 0u; g < HB; ++g) {
+            float s = 0.0;
+            [[unroll]] for (uint i = 0u; i < DPL; ++i) s += q[g][i] * kr[i];
+            s += subgroupShuffleXor(s, 1u);
+            s += subgroupShuffleXor(s, 2u);
+            s += subgroupShuffleXor(s, 4u);
+            if (p.softcap > 0.0) s = p.softcap * tanh(s / p.softcap);
+            const float m_new = max(m[g], s), f = exp(m[g] - m_new), e = exp(s - m_new);
             m[g] = m_new;
-            const float e = tid < cnt ? exp(sc[g] - m_new) : 0.0;
-            if (g < nh) s[g * WG + tid] = e;
-            sum[g] = e;
+            l[g] = l[g] * f + e;
+            [[unroll]] for (uint i = 0u; i < DPL; ++i) acc[g][i] = acc[g][i] * f + e * vr[i];
         }
-        reduce(sum, nh, tid, false);  // its barriers also publish s[]
-        [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
-            l[g] = l[g] * f[g] + sum[g];
-            acc[g] *= f[g];
-        }
-        if (v_live) {
-            const uint vb = base * kv_width + kvh * hd + 2u * w;
-            for (uint j = lane; j < cnt; j += lanes) {
-                vec2 vv;
-                if (KV_F16 != 0u) {
-                    vv = unpackHalf2x16(p.v.v[(vb + j * kv_width) >> 1]);
-                } else {
-                    const uint e = vb + j * kv_width;
-                    vv = vec2(uintBitsToFloat(p.v.v[e]), uintBitsToFloat(p.v.v[e + 1u]));
-                }
-                [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
-                    if (g >= nh) break;
-                    acc[g] += s[g * WG + j] * vv;
-                }
-            }
-        }
-        barrier();  // s[] is rewritten by the next tile
     }
-    // Sum the lanes' accumulators ([lane][g][pair]: x halves in red[], y halves in s[]), then
-    // write the partials.
-    if (v_live)
-        [[unroll]] for (uint g = 0u; g < GMAX; ++g) {
-            if (g >= nh) break;
-            red[(lane * GMAX + g) * pairs + w] = acc[g].x;
-            s[(lane * GMAX + g) * pairs + w] = acc[g].y;
+    // Merge the clusters: M = max m, L = sum l e^(m - M), acc = sum acc e^(m - M).
+    if (ln == 0u)
+        [[unroll]] for (uint g = 0u; g < HB; ++g) {
+            cm[cl * HB + g] = m[g];
+            cl_sum[cl * HB + g] = l[g];
         }
     barrier();
-    for (uint i = tid; i < nh * hd; i += WG) {
-        const uint g = i / hd, d = i % hd, pw = d / 2u;
-        float a = 0.0;
-        for (uint ln = 0u; ln < lanes; ++ln) {
-            const uint at = (ln * GMAX + g) * pairs + pw;
-            a += (d & 1u) == 0u ? red[at] : s[at];
-        }
+    [[unroll]] for (uint g = 0u; g < HB; ++g) {
+        if (g >= nh) break;  // uniform over the workgroup
+        float M = -1e30;
+        for (uint c = 0u; c < NCL; ++c) M = max(M, cm[c * HB + g]);
+        const float f = exp(m[g] - M);
+        [[unroll]] for (uint i = 0u; i < DPL; ++i) cacc[cl * MAX_HD + d0 + i] = acc[g][i] * f;
+        barrier();
         const uint row = (t * p.n_head + h0 + g) * p.n_split + split;
-        p.part.v[row * hd + d] = a;
-    }
-    if (tid < nh) {
-        const uint row = (t * p.n_head + h0 + tid) * p.n_split + split;
-        const uint ml = p.n_tok * p.n_head * p.n_split * hd + 2u * row;
-        p.part.v[ml] = m[tid];
-        p.part.v[ml + 1u] = l[tid];
+        for (uint d = tid; d < hd; d += WG) {
+            float a = 0.0;
+            for (uint c = 0u; c < NCL; ++c) a += cacc[c * MAX_HD + d];
+            p.part.v[row * hd + d] = a;
+        }
+        if (tid == 0u) {
+            float L = 0.0;
+            for (uint c = 0u; c < NCL; ++c) L += cl_sum[c * HB + g] * exp(cm[c * HB + g] - M);
+            const uint ml = p.n_tok * p.n_head * p.n_split * hd + 2u * row;
+            p.part.v[ml] = M;
+            p.part.v[ml + 1u] = L;
+        }
+        barrier();  // cacc is rewritten for the next head
     }
 }

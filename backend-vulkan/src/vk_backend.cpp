@@ -597,7 +597,8 @@ void VulkanBackend::dispatch(const std::string& shader, const std::vector<uint32
     bool need = profiler_ && (!pending_reads_.empty() || !pending_writes_.empty());
     for (const Ref& r : reads) need = need || (r.buffer >= 0 && overlaps(r, pending_writes_));
     for (const Ref& w : writes)
-        need = need || (w.buffer >= 0 && (overlaps(w, pending_writes_) || overlaps(w, pending_reads_)));
+        need = need ||
+               (w.buffer >= 0 && (overlaps(w, pending_writes_) || overlaps(w, pending_reads_)));
     if (need) {
         VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
         mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;

@@ -98,8 +98,8 @@ class VulkanBackend final : public Backend {
     // rms_norm.comp's workgroup for a group length, and whether it takes its register path
     // (16-byte aligned rows of at most 32 floats per invocation).
     static uint32_t rms_workgroup(int64_t group);
-    bool rms_on_registers(int64_t group, const Ref& x, const Ref& w, const Ref& y,
-                          const Ref& add_b, const Ref& add_s) const;
+    bool rms_on_registers(int64_t group, const Ref& x, const Ref& w, const Ref& y, const Ref& add_b,
+                          const Ref& add_s) const;
     size_t try_fuse_matvecs(const Graph& g, size_t at);
     // The int8-dot decode matvec (matvec_q8.comp) runs weight `w` for T tokens.
     bool q8_matvec_ok(const Graph& g, TensorId w, int64_t T) const;
@@ -115,8 +115,8 @@ class VulkanBackend final : public Backend {
     // The MatMul nodes (1-3 reading one input, without bias when more than one) as one
     // matvec_q8 dispatch; false (nothing recorded) when they cannot take the q8 path.
     bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n);
-    // An RmsNorm or GatedAct whose output feeds a q8 matmul (the next node) leaves the q8
-    // activations too; false: not applicable, nothing recorded.
+    // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
+    // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
     // rms_norm.comp over whole groups; add_b/add_s: the fused residual add (buffer -1: none);
     // q8: also quantise the output (register path, the caller checked).
@@ -149,6 +149,9 @@ class VulkanBackend final : public Backend {
     void finish_and_wait();
     void host_collective(const Graph& g, const Node& n);
     void copy_floats(const Ref& src, const Ref& dst, uint64_t n);
+    // Split-K (attention_split + attention_combine) or one-pass attention; q8: the combine pass
+    // also leaves q8 activations when it can (returned).
+    bool record_attention(const Graph& g, const Node& n, bool q8);
     void ensure_moe_buffer(uint64_t bytes);
 
     DeviceInfo info_;
@@ -188,8 +191,8 @@ class VulkanBackend final : public Backend {
     std::vector<Buffer> kv_;
     std::vector<KvDesc> kv_desc_;
     Buffer scratch_, io_, moe_h_, collective_buf_;
-    Buffer attn_part_;       // split-K attention partials (counted in other_bytes())
-    Buffer q8_buf_;          // decode matvec activations as int8 (counted in other_bytes())
+    Buffer attn_part_;  // split-K attention partials (counted in other_bytes())
+    Buffer q8_buf_;     // decode matvec activations as int8 (counted in other_bytes())
     // What q8_buf_ holds while a step is recorded: the address of the input it quantises (0:
     // nothing usable), reset by every node that is not a MatMul.
     uint64_t q8_src_ = 0;

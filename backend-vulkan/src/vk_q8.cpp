@@ -70,7 +70,8 @@ void VulkanBackend::ensure_q8_buffer(const Graph& g) {
     for (const Node& n : g.nodes()) {
         if (n.op != Op::MatMul) continue;
         const GraphTensor& x = g.tensor(n.src[1]);
-        if (q8_matvec_ok(g, n.src[0], x.rows())) need = std::max(need, q8_ref(x.cols(), x.rows()).size);
+        if (q8_matvec_ok(g, n.src[0], x.rows()))
+            need = std::max(need, q8_ref(x.cols(), x.rows()).size);
     }
     if (need <= q8_buf_.size) return;
     vkDeviceWaitIdle(ctx_->device());
@@ -96,7 +97,8 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     const uint32_t type = shader_type(g, first.src[0]);
     for (size_t k = 0; k < n; ++k)
         if (!q8_matvec_ok(g, mats[k]->src[0], T) || shader_type(g, mats[k]->src[0]) != type ||
-            weight_desc(g, mats[k]->src[0]).ne[0] != n_in || (n > 1 && mats[k]->src[2] != kNoTensor))
+            weight_desc(g, mats[k]->src[0]).ne[0] != n_in ||
+            (n > 1 && mats[k]->src[2] != kNoTensor))
             return false;
     // quantize_q8.comp reads x as vec4s, unless the producer left the q8 values already.
     const bool quantised = q8_src_ == x.address && q8_src_cols_ == n_in && q8_src_rows_ == T;
@@ -134,8 +136,8 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, 32768));
     const uint32_t gz = static_cast<uint32_t>((groups + 32767) / 32768);
     const Ref bias = n == 1 ? ref(g, first.src[2]) : Ref{};
-    dispatch("matvec_q8", {type, kQ8Workgroup, q8_rows_, tok, sg, uint32_t(n)}, &p, sizeof p, gx,
-             1, gz, {q, bias}, {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
+    dispatch("matvec_q8", {type, kQ8Workgroup, q8_rows_, tok, sg, uint32_t(n)}, &p, sizeof p, gx, 1,
+             gz, {q, bias}, {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
     for (size_t k = 0; k < n; ++k)
         if (outs[k].buffer == x.buffer && outs[k].offset < x.offset + x.size &&
@@ -165,6 +167,9 @@ bool VulkanBackend::try_q8_producer(const Graph& g, size_t at) {
         if (n.i[0] > 0 && n.i[0] != cols) return false;
         if (!rms_on_registers(cols, a, w, y, Ref{}, Ref{})) return false;
         record_rms_norm(a, w, y, Ref{}, Ref{}, cols, uint64_t(rows), n.f[0], true);
+    } else if (n.op == Op::Attention) {
+        // Recorded either way; the q8 values only come out of the split-K path.
+        if (!record_attention(g, n, true)) return true;
     } else {
         return false;
     }

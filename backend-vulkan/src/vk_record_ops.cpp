@@ -85,6 +85,7 @@ struct SplitAttnPush {
 struct CombinePush {
     uint64_t part, y;
     uint32_t n_tok, n_head, head_dim, n_split;
+    uint64_t qs, ds;  // Q8: the output's q8 activations
 };
 struct RoutePush {
     uint64_t logits, route;
@@ -104,17 +105,27 @@ uint32_t weight_row_bytes(const WeightDesc& w) {
     return static_cast<uint32_t>(row_bytes(w.type, static_cast<uint64_t>(w.ne[0])));
 }
 
+// Query heads per attention_split.comp workgroup: its registers hold 2 x heads x head_dim / 8
+// floats per invocation (q and the accumulators).
+uint32_t split_heads(int64_t group, int64_t head_dim) {
+    return static_cast<uint32_t>(std::min<int64_t>(group, head_dim <= 128 ? 4 : 2));
+}
+
 }  // namespace
 
 // Split-K pays off when a step has few query tokens: enough workgroups to fill a GPU (~512:
-// n_kv_head x splits), each split at least 16 positions of the context. attention_split.comp
-// needs an even head_dim <= 256 and whole GQA groups.
+// n_kv_head x head blocks x splits), each split at least 16 positions of the context.
+// attention_split.comp needs head_dim % 16 == 0 (<= 256), whole GQA groups and subgroup
+// shuffles over clusters of 8 lanes.
 uint32_t VulkanBackend::attention_splits(const Graph& g, const Node& n) const {
     const int64_t T = g.tensor(n.out).rows(), n_head = n.i[0], n_kv = n.i[1], hd = n.i[2];
-    if (splitk_force_ == 0 || T > 4 || hd % 2 != 0 || hd > 256 || n_kv <= 0 || n_head % n_kv != 0)
+    const bool clusters =
+        pd_.subgroup_shuffle && pd_.subgroup_size >= 8 && pd_.subgroup_size % 8 == 0;
+    if (splitk_force_ == 0 || !clusters || T > 4 || hd % 16 != 0 || hd > 256 || n_kv <= 0 ||
+        n_head % n_kv != 0)
         return 0;
     if (splitk_force_ > 0) return static_cast<uint32_t>(std::min(splitk_force_, 256));
-    const int64_t blocks = (n_head / n_kv + 7) / 8;
+    const int64_t hb = split_heads(n_head / n_kv, hd), blocks = (n_head / n_kv + hb - 1) / hb;
     const int64_t n_ctx = g.tensor(n.src[1]).rows();
     const int64_t by_gpu = std::max<int64_t>(1, 512 / (n_kv * blocks * T));
     return static_cast<uint32_t>(std::clamp<int64_t>(std::min(by_gpu, (n_ctx + 15) / 16), 1, 64));
@@ -270,6 +281,44 @@ bool VulkanBackend::try_fuse_add_norm(const Graph& g, size_t at) {
     return true;
 }
 
+bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
+    const GraphTensor& out = g.tensor(n.out);
+    const GraphTensor& kc = g.tensor(n.src[1]);
+    if (n.i[2] > 256)
+        throw Error("vulkan backend: attention head_dim " + std::to_string(n.i[2]) +
+                    " is over the shader's 256");
+    const Ref a = ref(g, n.src[0]), k = ref(g, n.src[1]), v = ref(g, n.src[2]), y = ref(g, n.out);
+    const uint64_t heads = uint64_t(out.rows()) * uint64_t(n.i[0]);
+    const uint32_t kv_f16 = kc.type == DType::F16 ? 1u : 0u;
+    if (const uint32_t S = attention_splits(g, n)) {
+        const int64_t group = n.i[0] / n.i[1];
+        const uint32_t hb = split_heads(group, n.i[2]);
+        const int64_t blocks = (group + hb - 1) / hb;
+        const Ref part{kAttnPartId, attn_part_.address, 0,
+                       heads * S * uint64_t(n.i[2] + 2) * sizeof(float)};
+        SplitAttnPush sp{a.address,   k.address,       v.address,   part.address,
+                         io_.address, u32(out.rows()), u32(n.i[0]), u32(n.i[1]),
+                         u32(n.i[2]), u32(n.i[3]),     S,           n.f[0],
+                         n.f[1]};
+        dispatch("attention_split", {kv_f16, u32(n.i[2] / 8), hb}, &sp, sizeof sp, S,
+                 u32(n.i[1] * blocks), u32(out.rows()), {a, k, v}, {part});
+        q8 = q8 && n.i[2] % 32 == 0;
+        const Ref q = q8 ? q8_ref(out.cols(), out.rows()) : Ref{};
+        CombinePush cp{part.address,       y.address,
+                       u32(out.rows()),    u32(n.i[0]),
+                       u32(n.i[2]),        S,
+                       q8 ? q.address : 0, q8 ? q.address + uint64_t(out.cols() * out.rows()) : 0};
+        dispatch("attention_combine", {q8 ? 1u : 0u}, &cp, sizeof cp, split_x(heads),
+                 split_z(heads), 1, {part}, {y, q});
+        return q8;
+    }
+    AttnPush p{a.address,   k.address,   v.address,   y.address,   io_.address, u32(out.rows()),
+               u32(n.i[0]), u32(n.i[1]), u32(n.i[2]), u32(n.i[3]), n.f[0],      n.f[1]};
+    dispatch("attention", {kv_f16}, &p, sizeof p, split_x(heads), split_z(heads), 1, {a, k, v},
+             {y});
+    return false;
+}
+
 void VulkanBackend::copy_floats(const Ref& src, const Ref& dst, uint64_t n) {
     EltPush p{src.address, src.address, dst.address, static_cast<uint32_t>(n), 0.0f};
     dispatch("eltwise", {kCopy}, &p, sizeof p, eltwise_groups(n), 1, 1, {src}, {dst});
@@ -404,37 +453,9 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                      eltwise_groups(n_el), 1, 1, {a}, {c});
             break;
         }
-        case Op::Attention: {
-            const GraphTensor& kc = g.tensor(n.src[1]);
-            if (n.i[2] > 256)
-                throw Error("vulkan backend: attention head_dim " + std::to_string(n.i[2]) +
-                            " is over the shader's 256");
-            const Ref k = ref(g, n.src[1]), v = ref(g, n.src[2]);
-            const uint64_t heads = uint64_t(out.rows()) * uint64_t(n.i[0]);
-            const uint32_t kv_f16 = kc.type == DType::F16 ? 1u : 0u;
-            if (const uint32_t S = attention_splits(g, n)) {
-                const int64_t group = n.i[0] / n.i[1], blocks = (group + 7) / 8;
-                const Ref part{kAttnPartId, attn_part_.address, 0,
-                               heads * S * uint64_t(n.i[2] + 2) * sizeof(float)};
-                SplitAttnPush sp{a.address,   k.address,       v.address,   part.address,
-                                 io_.address, u32(out.rows()), u32(n.i[0]), u32(n.i[1]),
-                                 u32(n.i[2]), u32(n.i[3]),     S,           n.f[0],
-                                 n.f[1]};
-                dispatch("attention_split", {kv_f16}, &sp, sizeof sp, S, u32(n.i[1] * blocks),
-                         u32(out.rows()), {a, k, v}, {part});
-                CombinePush cp{part.address, y.address,   u32(out.rows()),
-                               u32(n.i[0]),  u32(n.i[2]), S};
-                dispatch("attention_combine", {}, &cp, sizeof cp, split_x(heads), split_z(heads), 1,
-                         {part}, {y});
-                break;
-            }
-            AttnPush p{a.address,   k.address,       v.address,   y.address,
-                       io_.address, u32(out.rows()), u32(n.i[0]), u32(n.i[1]),
-                       u32(n.i[2]), u32(n.i[3]),     n.f[0],      n.f[1]};
-            dispatch("attention", {kv_f16}, &p, sizeof p, split_x(heads), split_z(heads), 1,
-                     {a, k, v}, {y});
+        case Op::Attention:
+            record_attention(g, n, false);
             break;
-        }
         case Op::MoeRoute: {
             const int64_t n_expert = g.tensor(n.src[0]).cols();
             if (n.i[0] < 1 || n.i[0] > 16 || n.i[0] > n_expert)

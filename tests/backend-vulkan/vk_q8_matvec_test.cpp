@@ -3,8 +3,9 @@
 // layout and repacked, Q4_K, Q6_K) against the double product over the activations as the
 // quantiser rounds them, 1-8 tokens, odd row counts, rows per workgroup, q/k/v fused into one
 // dispatch, an input quantised once for two matmuls and again after it changes, and the RMSNorm
-// (alone and after a residual add) and gated activation before a matmul leaving its q8
-// activations themselves. TANDEM_VK_Q8=0 keeps f32 activations (exact).
+// (alone and after a residual add), gated activation and split-K attention before a matmul
+// leaving its q8 activations themselves. TANDEM_VK_Q8=0 keeps f32 activations (exact).
+#include <cmath>
 #include <string>
 #include <tuple>
 
@@ -28,17 +29,17 @@ bool takes_q8_path(Backend& vk) {
     return nmse(y, ref_matmul(w, q8_activations(x), 1)) < nmse(y, ref_matmul(w, x, 1));
 }
 
-#define TANDEM_Q8_OR_SKIP(vk)                                                           \
-    if (!takes_q8_path(*vk))                                                            \
-    GTEST_SKIP() << "this Vulkan device has no integer dot products (or subgroup "     \
+#define TANDEM_Q8_OR_SKIP(vk)                                                      \
+    if (!takes_q8_path(*vk))                                                       \
+    GTEST_SKIP() << "this Vulkan device has no integer dot products (or subgroup " \
                     "shuffles): its decode matvec keeps f32 activations"
 
 TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
     struct Shape {
         int64_t n_in, n_out, T;
     };
-    const Shape shapes[] = {{256, 1, 1},  {256, 67, 1}, {2304, 37, 2}, {4096, 33, 1},
-                            {512, 5, 3},  {1024, 9, 5}, {768, 17, 8},  {14336, 3, 1}};
+    const Shape shapes[] = {{256, 1, 1}, {256, 67, 1}, {2304, 37, 2}, {4096, 33, 1},
+                            {512, 5, 3}, {1024, 9, 5}, {768, 17, 8},  {14336, 3, 1}};
     // (repack, rows per workgroup): the file layout (integrated GPUs, lavapipe) and the
     // repacked one (discrete GPUs), one subgroup per row and a whole workgroup per row.
     for (auto [repack, rows] : {std::pair{"0", "4"}, {"1", "4"}, {"1", "1"}}) {
@@ -54,8 +55,8 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
                     g.node(Op::MatMul, g.output(out, s.n_out, s.T),
                            {g.weight(b, w), g.input(x.data(), s.n_in, s.T)});
                 });
-                const std::string what = std::string(dtype_name(t)) + " " +
-                                         std::to_string(s.n_in) + "x" + std::to_string(s.n_out) +
+                const std::string what = std::string(dtype_name(t)) + " " + std::to_string(s.n_in) +
+                                         "x" + std::to_string(s.n_out) +
                                          " T=" + std::to_string(s.T) + " repack " + repack +
                                          " rows " + rows;
                 EXPECT_LT(reported_nmse(what, r.vulkan, ref_matmul(w, q8_activations(x), s.T)),
@@ -215,12 +216,60 @@ TEST(VulkanQ8Matvec, GatedActQuantisesForTheMatmulAfterIt) {
         g.node(Op::Copy, g.output(h, cols, T), {ht});
         g.run(*vk);
         std::vector<double> ref(h.size());
-        for (size_t i = 0; i < ref.size(); ++i) ref[i] = ref_activation(Activation(act), gate[i]) * up[i];
+        for (size_t i = 0; i < ref.size(); ++i)
+            ref[i] = ref_activation(Activation(act), gate[i]) * up[i];
         const std::string what = "gated+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
                                  " act " + std::to_string(act);
         EXPECT_LT(reported_nmse(what + " act", h, ref), 1e-10) << what;
         EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(h), T)), 1e-10)
             << what;
+    }
+}
+
+// Split-K decode attention's combine pass quantises the heads' output for the output
+// projection after it (GQA 8/2, head_dim 128 and 64, 1 and 3 tokens, f16 and f32 caches); the
+// one-pass kernel (head_dim 40: no split-K) leaves it to the matmul's own quantiser.
+TEST(VulkanQ8Matvec, AttentionQuantisesForTheMatmulAfterIt) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    TANDEM_Q8_OR_SKIP(vk);
+    const std::tuple<int64_t, int64_t, DType> cases[] = {
+        {128, 1, DType::F16}, {64, 3, DType::F32}, {128, 2, DType::F32}, {40, 1, DType::F16}};
+    for (auto [hd, T, kv_type] : cases) {
+        const int64_t n_head = 8, n_kv = 2, kvw = n_kv * hd, qw = n_head * hd, n_past = 45;
+        const int64_t n_ctx = n_past + T + 3;
+        vk->allocate_kv({KvDesc{kv_type, kvw, n_ctx}, KvDesc{kv_type, kvw, n_ctx}});
+        auto k_all = random_floats(size_t(n_ctx * kvw), 51, -2, 2);
+        auto v_all = random_floats(size_t(n_ctx * kvw), 52, -2, 2);
+        auto q = random_floats(size_t(T * qw), 53, -2, 2);
+        const DType wt = qw % 256 == 0 ? DType::Q4_K : DType::Q8_0;
+        QuantWeight wo(wt, {qw, 24, 1}, 54);
+        std::vector<float> attn, y;
+        OpGraph g;
+        g.io.n_past = static_cast<int32_t>(n_past);
+        // The whole context stored by this graph: positions 0..n_past+T-1, then attended.
+        OpGraph st;
+        TensorId kin = st.input(k_all.data(), kvw, n_past),
+                 vin = st.input(v_all.data(), kvw, n_past);
+        TensorId kc0 = st.g.kv(0, "k", kv_type, kvw, n_ctx),
+                 vc0 = st.g.kv(1, "v", kv_type, kvw, n_ctx);
+        st.node(Op::KvStore, kc0, {kin, kc0});
+        st.node(Op::KvStore, vc0, {vin, vc0});
+        st.run(*vk);
+        TensorId kt = g.input(k_all.data() + n_past * kvw, kvw, T);
+        TensorId vt = g.input(v_all.data() + n_past * kvw, kvw, T);
+        TensorId kc = g.g.kv(0, "k", kv_type, kvw, n_ctx), vc = g.g.kv(1, "v", kv_type, kvw, n_ctx);
+        g.node(Op::KvStore, kc, {kt, kc});
+        g.node(Op::KvStore, vc, {vt, vc});
+        const TensorId at = g.g.activation("attn", qw, T);
+        g.node(Op::Attention, at, {g.input(q.data(), qw, T), kc, vc},
+               {int32_t(n_head), int32_t(n_kv), int32_t(hd), 0}, {1.0f / std::sqrt(float(hd)), 0});
+        g.node(Op::MatMul, g.output(y, 24, T), {g.weight(*vk, wo), at});
+        g.node(Op::Copy, g.output(attn, qw, T), {at});
+        g.run(*vk);
+        const std::string what = "attn+q8 hd " + std::to_string(hd) + " T=" + std::to_string(T) +
+                                 " " + std::string(dtype_name(kv_type)) + " cache";
+        EXPECT_LT(reported_nmse(what, y, ref_matmul(wo, q8_activations(attn), T)), 1e-10) << what;
+        EXPECT_GT(nmse(attn, std::vector<double>(attn.size(), 0.0)), 0.0) << what;  // not all zero
     }
 }
 
