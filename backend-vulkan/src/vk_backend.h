@@ -166,9 +166,10 @@ class VulkanBackend final : public Backend {
     bool tiled_ok_ = true;        // TANDEM_VK_TILED=0 turns it off
     // The int8-dot decode matvec: on where the device has integer dot products and subgroup
     // shuffles (the quantiser's 8-lane reductions); TANDEM_VK_Q8=0 turns it off. q8_rows_: rows
-    // per 128-invocation workgroup (TANDEM_VK_Q8_ROWS, tuning).
+    // per 128-invocation workgroup (TANDEM_VK_Q8_ROWS, tuning): an H200 sweep (8B Q4_0, tg64
+    // after pp512, tok/s for 1 / 2 / 4 / 8 rows) gave 291 / 309 / 300 / 284.
     bool q8_ = false;
-    uint32_t q8_rows_ = 4;
+    uint32_t q8_rows_ = 2;
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;
     // The step's commands go into cbs_ (allocated once, reused by every step): cb_ is the one

@@ -308,7 +308,8 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
                        u32(out.rows()),    u32(n.i[0]),
                        u32(n.i[2]),        S,
                        q8 ? q.address : 0, q8 ? q.address + uint64_t(out.cols() * out.rows()) : 0};
-        dispatch("attention_combine", {q8 ? 1u : 0u}, &cp, sizeof cp, split_x(heads),
+        const uint32_t sg = pd_.subgroup_arithmetic ? 1u : 0u;
+        dispatch("attention_combine", {q8 ? 1u : 0u, sg}, &cp, sizeof cp, split_x(heads),
                  split_z(heads), 1, {part}, {y, q});
         return q8;
     }
