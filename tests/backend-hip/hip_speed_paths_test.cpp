@@ -22,7 +22,7 @@
 #include <tuple>
 #include <vector>
 
-#include "../backend-ops/op_references.h"
+#include "../backend-ops/q8_path_checks.h"
 #include "hip_test_support.h"
 
 // Plain C++ stand-ins for the device names hip_q8_dot.h uses (dot4 takes its plain-sum branch).
@@ -178,26 +178,7 @@ TEST(HipSpeedPaths, Q8MatvecLaneGroupsPerRow) {
 
 TEST(HipSpeedPaths, Q8InputReusedThenRequantisedAfterItChanges) {
     TANDEM_HIP_OR_SKIP(hip);
-    const int64_t n_in = 512, n_out = 40, T = 2;
-    QuantWeight w1(DType::Q4_0, {n_in, n_out, 1}, 1), w2(DType::Q6_K, {n_in, n_out, 1}, 2);
-    auto x = random_floats(size_t(n_in * T), 3);
-    std::vector<float> y1, y2, doubled, y3;
-    OpGraph g;
-    const TensorId xt = g.input(x.data(), n_in, T);
-    const TensorId wt1 = g.weight(*hip, w1), wt2 = g.weight(*hip, w2);
-    g.node(Op::MatMul, g.output(y1, n_out, T), {wt1, xt});
-    g.node(Op::MatMul, g.output(y2, n_out, T), {wt2, xt});  // the same quantised input
-    const TensorId dt = g.output(doubled, n_in, T);
-    g.node(Op::Add, dt, {xt, xt});
-    g.node(Op::MatMul, g.output(y3, n_out, T), {wt1, dt});  // quantised again
-    g.run(*hip);
-    std::vector<float> x2(x.size());
-    for (size_t i = 0; i < x.size(); ++i) x2[i] = x[i] + x[i];
-    EXPECT_LT(reported_nmse("q4_0 of x", y1, ref_matmul(w1, q8_activations(x), T)), 1e-10);
-    EXPECT_LT(reported_nmse("q6_k of x (reused)", y2, ref_matmul(w2, q8_activations(x), T)), 1e-10);
-    EXPECT_LT(
-        reported_nmse("q4_0 of x + x (requantised)", y3, ref_matmul(w1, q8_activations(x2), T)),
-        1e-10);
+    expect_q8_input_reused_then_requantised(*hip);
 }
 
 TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
@@ -237,14 +218,7 @@ TEST(HipSpeedPaths, RmsNormQuantisesForTheMatmulAfterIt) {
                {1e-5f, 0});
         g.node(Op::MatMul, g.output(y, 37, T), {g.weight(*hip, w), nt});
         g.run(*hip);
-        std::vector<double> ref(x.size());
-        for (int64_t r = 0; r < T; ++r) {
-            double ss = 0;
-            for (int64_t i = 0; i < cols; ++i) ss += double(x[r * cols + i]) * x[r * cols + i];
-            const double inv = 1.0 / std::sqrt(ss / double(cols) + 1e-5);
-            for (int64_t i = 0; i < cols; ++i)
-                ref[r * cols + i] = x[r * cols + i] * inv * nw.values[i];
-        }
+        const std::vector<double> ref = ref_rms_norm(x, nw.values, cols, T);
         const std::string what = "norm+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
                                  " " + std::string(dtype_name(t));
         EXPECT_LT(reported_nmse(what + " norm", normed, ref), 1e-12) << what;
@@ -256,36 +230,7 @@ TEST(HipSpeedPaths, RmsNormQuantisesForTheMatmulAfterIt) {
 
 TEST(HipSpeedPaths, GatedActQuantisesForTheMatmulAfterIt) {
     TANDEM_HIP_OR_SKIP(hip);
-    // (cols, tokens, act): an 8B model's FFN width, a partial last block of threads (96 x 3).
-    const std::tuple<int64_t, int64_t, int32_t> cases[] = {
-        {14336, 1, 0}, {14336, 2, 1}, {96, 3, 0}, {2304, 8, 1}};
-    for (auto [cols, T, act] : cases) {
-        auto gate = random_floats(size_t(cols * T), uint32_t(cols + T), -4, 4);
-        auto up = random_floats(size_t(cols * T), uint32_t(cols + T + 1), -2, 2);
-        const DType t = cols % 256 == 0 ? DType::Q4_K : DType::Q4_0;
-        QuantWeight w(t, {cols, 29, 1}, 6);
-        OpGraph g;
-        std::vector<float> h, y;
-        const TensorId ht = g.output(h, cols, T);
-        g.node(Op::GatedAct, ht, {g.input(gate.data(), cols, T), g.input(up.data(), cols, T)},
-               {act, 0, 0, 0});
-        g.node(Op::MatMul, g.output(y, 29, T), {g.weight(*hip, w), ht});
-        g.run(*hip);
-        std::vector<double> ref(h.size());
-        for (size_t i = 0; i < ref.size(); ++i) {
-            const double x = gate[i];
-            const double a =
-                act == 0
-                    ? x / (1.0 + std::exp(-x))
-                    : 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-            ref[i] = a * up[i];
-        }
-        const std::string what = "gated+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
-                                 " act " + std::to_string(act);
-        EXPECT_LT(reported_nmse(what + " act", h, ref), 1e-10) << what;
-        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(h), T)), 1e-10)
-            << what;
-    }
+    expect_gated_act_quantises_for_the_matmul_after_it(*hip);
 }
 
 TEST(HipSpeedPaths, RmsNormWideRowsAndHeads) {

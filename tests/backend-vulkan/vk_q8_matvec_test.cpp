@@ -9,7 +9,7 @@
 #include <string>
 #include <tuple>
 
-#include "../backend-ops/op_references.h"
+#include "../backend-ops/q8_path_checks.h"
 #include "vk_test_support.h"
 
 namespace tandem::test {
@@ -102,26 +102,7 @@ TEST(VulkanQ8Matvec, MatvecsSharingAnInputFused) {
 TEST(VulkanQ8Matvec, InputReusedThenRequantisedAfterItChanges) {
     TANDEM_VULKAN_OR_SKIP(vk);
     TANDEM_Q8_OR_SKIP(vk);
-    const int64_t n_in = 512, n_out = 40, T = 2;
-    QuantWeight w1(DType::Q4_0, {n_in, n_out, 1}, 1), w2(DType::Q6_K, {n_in, n_out, 1}, 2);
-    auto x = random_floats(size_t(n_in * T), 3);
-    std::vector<float> y1, y2, doubled, y3;
-    OpGraph g;
-    const TensorId xt = g.input(x.data(), n_in, T);
-    const TensorId wt1 = g.weight(*vk, w1), wt2 = g.weight(*vk, w2);
-    g.node(Op::MatMul, g.output(y1, n_out, T), {wt1, xt});
-    g.node(Op::MatMul, g.output(y2, n_out, T), {wt2, xt});  // the same quantised input
-    const TensorId dt = g.output(doubled, n_in, T);
-    g.node(Op::Add, dt, {xt, xt});
-    g.node(Op::MatMul, g.output(y3, n_out, T), {wt1, dt});  // quantised again
-    g.run(*vk);
-    std::vector<float> x2(x.size());
-    for (size_t i = 0; i < x.size(); ++i) x2[i] = x[i] + x[i];
-    EXPECT_LT(reported_nmse("q4_0 of x", y1, ref_matmul(w1, q8_activations(x), T)), 1e-10);
-    EXPECT_LT(reported_nmse("q6_k of x (reused)", y2, ref_matmul(w2, q8_activations(x), T)), 1e-10);
-    EXPECT_LT(
-        reported_nmse("q4_0 of x + x (requantised)", y3, ref_matmul(w1, q8_activations(x2), T)),
-        1e-10);
+    expect_q8_input_reused_then_requantised(*vk);
 }
 
 TEST(VulkanQ8Matvec, SwitchedOffKeepsF32Activations) {
@@ -138,19 +119,6 @@ TEST(VulkanQ8Matvec, SwitchedOffKeepsF32Activations) {
             reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matmul(w, x, 3)),
             1e-9);
     }
-}
-
-// RMSNorm rows as the double reference computes them.
-std::vector<double> ref_rms_norm(const std::vector<float>& x, const std::vector<float>& w,
-                                 int64_t cols, int64_t rows) {
-    std::vector<double> ref(x.size());
-    for (int64_t r = 0; r < rows; ++r) {
-        double ss = 0;
-        for (int64_t i = 0; i < cols; ++i) ss += double(x[r * cols + i]) * x[r * cols + i];
-        const double inv = 1.0 / std::sqrt(ss / double(cols) + 1e-5);
-        for (int64_t i = 0; i < cols; ++i) ref[r * cols + i] = x[r * cols + i] * inv * w[i];
-    }
-    return ref;
 }
 
 // The norm (alone, or after a residual add in the same dispatch) quantises its own output for
@@ -199,31 +167,7 @@ TEST(VulkanQ8Matvec, RmsNormQuantisesForTheMatmulAfterIt) {
 TEST(VulkanQ8Matvec, GatedActQuantisesForTheMatmulAfterIt) {
     TANDEM_VULKAN_OR_SKIP(vk);
     TANDEM_Q8_OR_SKIP(vk);
-    // (cols, tokens, act): an 8B model's FFN width, SiLU and GELU, several tokens.
-    const std::tuple<int64_t, int64_t, int32_t> cases[] = {
-        {14336, 1, 0}, {14336, 2, 1}, {96, 3, 0}, {2304, 8, 1}};
-    for (auto [cols, T, act] : cases) {
-        auto gate = random_floats(size_t(cols * T), uint32_t(cols + T), -4, 4);
-        auto up = random_floats(size_t(cols * T), uint32_t(cols + T + 1), -2, 2);
-        const DType t = cols % 256 == 0 ? DType::Q4_K : DType::Q4_0;
-        QuantWeight w(t, {cols, 29, 1}, 6);
-        OpGraph g;
-        std::vector<float> h, y;
-        const TensorId ht = g.g.activation("gated", cols, T);
-        g.node(Op::GatedAct, ht, {g.input(gate.data(), cols, T), g.input(up.data(), cols, T)},
-               {act, 0, 0, 0});
-        g.node(Op::MatMul, g.output(y, 29, T), {g.weight(*vk, w), ht});
-        g.node(Op::Copy, g.output(h, cols, T), {ht});
-        g.run(*vk);
-        std::vector<double> ref(h.size());
-        for (size_t i = 0; i < ref.size(); ++i)
-            ref[i] = ref_activation(Activation(act), gate[i]) * up[i];
-        const std::string what = "gated+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
-                                 " act " + std::to_string(act);
-        EXPECT_LT(reported_nmse(what + " act", h, ref), 1e-10) << what;
-        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(h), T)), 1e-10)
-            << what;
-    }
+    expect_gated_act_quantises_for_the_matmul_after_it(*vk);
 }
 
 // Split-K decode attention's combine pass quantises the heads' output for the output
