@@ -373,6 +373,9 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
                 if (profiler_)
                     profiler_->mark(cb_, node_label(g, n) + " x" + std::to_string(fused));
                 i += fused - 1;
+            } else if (try_fuse_rope_store(g, i)) {
+                ++i;
+                if (profiler_) profiler_->mark(cb_, "rope+kv_store");
             } else if (try_q8_producer(g, i)) {
                 if (profiler_) profiler_->mark(cb_, node_label(g, n) + "+q8");
             } else {

@@ -149,6 +149,9 @@ class VulkanBackend final : public Backend {
     void finish_and_wait();
     void host_collective(const Graph& g, const Node& n);
     void copy_floats(const Ref& src, const Ref& dst, uint64_t n);
+    // rope.comp for a Rope node; store: the KvStore of its output, done by the same dispatch.
+    void record_rope(const Graph& g, const Node& n, const Node* store);
+    bool try_fuse_rope_store(const Graph& g, size_t at);
     // Split-K (attention_split + attention_combine) or one-pass attention; q8: the combine pass
     // also leaves q8 activations when it can (returned).
     bool record_attention(const Graph& g, const Node& n, bool q8);

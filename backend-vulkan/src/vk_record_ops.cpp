@@ -66,7 +66,9 @@ struct RopePush {
     uint64_t x, pos, ff, y, table;
     uint32_t n_tok, n_head, head_dim, n_rot, neox, has_ff, has_table;
     float freq_base, freq_scale;
+    uint64_t cache, step;  // STORE: the KV cache the rows also go to, the step parameters
 };
+static_assert(offsetof(RopePush, cache) == 80 && sizeof(RopePush) <= kPushConstantBytes);
 // `step`: the StepParams (n_past) in the io buffer, so recorded commands serve every step.
 struct KvPush {
     uint64_t x, cache, step;
@@ -281,6 +283,52 @@ bool VulkanBackend::try_fuse_add_norm(const Graph& g, size_t at) {
     return true;
 }
 
+void VulkanBackend::record_rope(const Graph& g, const Node& n, const Node* store) {
+    const GraphTensor& out = g.tensor(n.out);
+    const Ref a = ref(g, n.src[0]), y = ref(g, n.out);
+    const Ref pos = ref(g, n.src[1]), ff = ref(g, n.src[2]);
+    const Ref cache = store ? ref(g, store->src[1]) : Ref{};
+    const int64_t n_head = out.cols() / n.i[0];
+    const uint64_t heads = uint64_t(out.rows() * n_head);
+    const auto table = rope_table_.find(&n);
+    const bool has_table = table != rope_table_.end();
+    RopePush p{a.address,
+               pos.address,
+               ff.buffer >= 0 ? ff.address : a.address,
+               y.address,
+               has_table ? io_.address + table->second : a.address,
+               u32(out.rows()),
+               u32(n_head),
+               u32(n.i[0]),
+               u32(n.i[1]),
+               n.i[2] == int(RopeMode::Neox) ? 1u : 0u,
+               ff.buffer >= 0 ? 1u : 0u,
+               has_table ? 1u : 0u,
+               n.f[0],
+               n.f[1],
+               store ? cache.address : 0,
+               io_.address};
+    const uint32_t mode = !store ? 0u : g.tensor(store->src[1]).type == DType::F16 ? 2u : 1u;
+    dispatch("rope", {mode}, &p, sizeof p, 1, split_x(heads), split_z(heads), {a, pos, ff},
+             {y, cache});
+}
+
+// A Rope whose output a KvStore (the next node) writes into the cache: the rope writes the
+// cache rows itself (one dispatch and one barrier stage less per layer).
+bool VulkanBackend::try_fuse_rope_store(const Graph& g, size_t at) {
+    const std::vector<Node>& nodes = g.nodes();
+    if (!fuse_ || at + 1 >= nodes.size()) return false;
+    const Node &rope = nodes[at], &store = nodes[at + 1];
+    if (rope.op != Op::Rope || store.op != Op::KvStore || store.src[0] != rope.out) return false;
+    const GraphTensor& out = g.tensor(rope.out);
+    const GraphTensor& cache = g.tensor(store.src[1]);
+    if (cache.cols() != out.cols() || rope.i[0] % 2 != 0 ||
+        (cache.type != DType::F16 && cache.type != DType::F32))
+        return false;
+    record_rope(g, rope, &store);
+    return true;
+}
+
 bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
     const GraphTensor& out = g.tensor(n.out);
     const GraphTensor& kc = g.tensor(n.src[1]);
@@ -418,30 +466,9 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
             }
             break;
         }
-        case Op::Rope: {
-            const Ref pos = ref(g, n.src[1]), ff = ref(g, n.src[2]);
-            const int64_t n_head = out.cols() / n.i[0];
-            const uint64_t heads = uint64_t(out.rows() * n_head);
-            const auto table = rope_table_.find(&n);
-            const bool has_table = table != rope_table_.end();
-            RopePush p{a.address,
-                       pos.address,
-                       ff.buffer >= 0 ? ff.address : a.address,
-                       y.address,
-                       has_table ? io_.address + table->second : a.address,
-                       u32(out.rows()),
-                       u32(n_head),
-                       u32(n.i[0]),
-                       u32(n.i[1]),
-                       n.i[2] == int(RopeMode::Neox) ? 1u : 0u,
-                       ff.buffer >= 0 ? 1u : 0u,
-                       has_table ? 1u : 0u,
-                       n.f[0],
-                       n.f[1]};
-            dispatch("rope", {}, &p, sizeof p, 1, split_x(heads), split_z(heads), {a, pos, ff},
-                     {y});
+        case Op::Rope:
+            record_rope(g, n, nullptr);
             break;
-        }
         case Op::KvStore: {
             const GraphTensor& cache = g.tensor(n.src[1]);
             const GraphTensor& src = g.tensor(n.src[0]);
