@@ -115,8 +115,11 @@ uint32_t split_heads(int64_t group, int64_t head_dim) {
 
 }  // namespace
 
-// Split-K pays off when a step has few query tokens: enough workgroups to fill a GPU (~512:
-// n_kv_head x head blocks x splits), each split at least 16 positions of the context.
+// Split-K pays off when a step has few query tokens: about 256 workgroups (n_kv_head x head
+// blocks x splits), each split at least 16 positions of the context. (An H200 sweep, 8B Q4_0
+// tg64 after pp512, 8 KV heads, tok/s for 8 / 16 / 32 / 64 splits: 327 / 337 / 337 / 327; the
+// attention node took 13.2 us at 16 splits against 18.0 at 64: more splits than that only add
+// merge work and a second wave of workgroups.)
 // attention_split.comp needs head_dim % 16 == 0 (<= 256), whole GQA groups and subgroup
 // shuffles over clusters of 8 lanes.
 uint32_t VulkanBackend::attention_splits(const Graph& g, const Node& n) const {
@@ -129,7 +132,7 @@ uint32_t VulkanBackend::attention_splits(const Graph& g, const Node& n) const {
     if (splitk_force_ > 0) return static_cast<uint32_t>(std::min(splitk_force_, 256));
     const int64_t hb = split_heads(n_head / n_kv, hd), blocks = (n_head / n_kv + hb - 1) / hb;
     const int64_t n_ctx = g.tensor(n.src[1]).rows();
-    const int64_t by_gpu = std::max<int64_t>(1, 512 / (n_kv * blocks * T));
+    const int64_t by_gpu = std::max<int64_t>(1, 256 / (n_kv * blocks * T));
     return static_cast<uint32_t>(std::clamp<int64_t>(std::min(by_gpu, (n_ctx + 15) / 16), 1, 64));
 }
 
