@@ -2,11 +2,11 @@
 // - k_quantize_q8: each 32 activations of a token become int8 q[32] with a float scale
 //   d = max|x| / 127 and the block's sum s = d * sum(q) (the K-quants' mins need it), as the CPU
 //   backend quantises its activations.
-// - k_matvec_q8: one block of 128 threads per output row; the row is a sequence of "items"
-//   (a quarter or half of a Q4_0/Q8_0 block, a sixteenth of a K-quant super-block), thread i
-//   takes items i, i+128, ...; each item is 2-4 words of weights against the same number of
-//   activation words through 4-way int8 dot products, scaled once per item. Consecutive threads
-//   read consecutive bytes, so a warp's loads cover a few contiguous cache lines.
+// - k_matvec_q8: 1, 2 or 4 rows per block of 128 threads; a row is a sequence of "items" (two
+//   Q4_0/Q8_0 blocks read as whole words, a sixteenth of a K-quant super-block), and a row's
+//   threads take items i, i + threads, ...; an item's weights meet the same number of
+//   activation words (16-byte loads) through 4-way int8 dot products, scaled once per block.
+//   Consecutive threads read consecutive bytes, so a warp's loads cover contiguous cache lines.
 // The int8 weights (nibbles are widened in registers, the Q4_0/Q6_K offsets folded in by byte
 // arithmetic) and activations meet in dot4(): __dp4a on CUDA, v_dot4_i32_i8 on AMD targets that
 // have it, a plain sum elsewhere.
@@ -102,7 +102,8 @@ __global__ void __launch_bounds__(kQ8Threads)
 // Lane groups per output row: 1, 2 or 4 (4, 2 or 1 rows per block of 4 groups). Defaults from
 // an H200 decode sweep (8B, tg128, tok/s for 4 / 2 / 1 groups): Q4_K 198 / 199 / 206 (items of
 // 16 bytes: 128 per 4096-row, one per lane of a block), Q4_0 237 / 245 / 228; Q5_K follows Q4_K
-// (same items), the others keep 4. TANDEM_HIP_Q8_GROUPS = 1, 2 or 4 overrides, for tuning.
+// (same items), Q8_0 follows Q4_0 since its items are block pairs too (64 per 4096-row), Q6_K
+// keeps 4. TANDEM_HIP_Q8_GROUPS = 1, 2 or 4 overrides, for tuning.
 int q8_groups_per_row(DType t) {
     // Read at every launch (a getenv per matmul when enqueued; replayed graphs keep theirs), so
     // one process can compare the settings.
@@ -110,7 +111,7 @@ int q8_groups_per_row(DType t) {
         const int n = std::atoi(v);
         return n == 1 || n == 2 ? n : 4;
     }
-    return t == DType::Q4_K || t == DType::Q5_K ? 1 : t == DType::Q4_0 ? 2 : 4;
+    return t == DType::Q4_K || t == DType::Q5_K ? 1 : t == DType::Q4_0 || t == DType::Q8_0 ? 2 : 4;
 }
 
 template <DType T, int TM>
@@ -161,7 +162,7 @@ bool q8_matvec_supported(DType type, int64_t n_in, int64_t n_out, int64_t n_tok)
     switch (type) {
         case DType::Q4_0:
         case DType::Q8_0:
-            return n_in % 32 == 0;
+            return n_in % 64 == 0;  // items of two blocks (hip_q8_dot.h)
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K:

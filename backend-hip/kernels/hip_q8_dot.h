@@ -68,52 +68,120 @@ struct Act {
 template <DType T>
 struct Q8Dot;
 
-// Q4_0 {d, qs[16]}: item k (0, 1) = qs bytes 8k..8k+7: low nibbles are weights 8k..8k+7, high
-// nibbles 16+8k..; activation words 2k, 2k+1 and 4+2k, 5+2k.
+// Two consecutive 2-byte aligned blocks of `bytes` (18: Q4_0, 34: Q8_0) are 4-byte aligned
+// (rows are whole pairs), so a pair is read as whole words (no 16-bit loads): v[0..words).
+// Block 0's scale is v[0]'s low half and its quants start at byte 2 (words funnel-shifted by
+// 16 bits); block 1's scale is the high half of word Bytes/4/2 and its quants whole words.
+template <int Bytes>
+__device__ inline void load_pair(const uint8_t* p, uint32_t (&v)[Bytes / 4]) {
+    const auto* w = reinterpret_cast<const uint32_t*>(p);
+    TANDEM_Q8_UNROLL
+    for (int i = 0; i < Bytes / 4; ++i) v[i] = w[i];
+}
+// Quant word i (0 .. (Bytes-2)/4) of block 0 of a loaded pair.
+template <int Bytes>
+__device__ inline uint32_t first_quants(const uint32_t (&v)[Bytes / 4], int i) {
+    return (v[i] >> 16) | (v[i + 1] << 16);
+}
+// Activation words 16p .. 16p + 15 (blocks 2p, 2p + 1) and their (d, s), as 16-byte loads.
+__device__ inline void load_act_pair(const Act& x, int64_t p, int4 (&q)[4], float4& ds) {
+    const auto* q4 = reinterpret_cast<const int4*>(x.q + p * 16);
+    TANDEM_Q8_UNROLL
+    for (int i = 0; i < 4; ++i) q[i] = q4[i];
+    ds = *reinterpret_cast<const float4*>(x.ds + 2 * p);
+}
+
+// Q4_0 {d, qs[16]}, items of two blocks (36 bytes, 9 words): block e's byte i holds weight i
+// (low nibble) and 16 + i (high nibble); activation words 0-3 / 4-7 of block e.
 template <>
 struct Q8Dot<DType::Q4_0> {
-    static constexpr int kWeights = 32, kItems = 2, kBytes = 18, kAlign = 2;
+    static constexpr int kWeights = 64, kItems = 1, kBytes = 36, kAlign = 4;
     template <int TM>
-    __device__ static void dot(const uint8_t* row, int64_t b, int k, const Act* x, int n_tok,
+    __device__ static void dot(const uint8_t* row, int64_t b, int, const Act* x, int n_tok,
                                float (&acc)[TM]) {
-        const uint8_t* blk = row + b * kBytes;
-        const float d = f16_at(blk);
-        const uint32_t q0 = uint32_t(word_at(blk + 2, 2 * k)),
-                       q1 = uint32_t(word_at(blk + 2, 2 * k + 1));
-        const int l0 = minus8(q0 & 0x0F0F0F0Fu), l1 = minus8(q1 & 0x0F0F0F0Fu);
-        const int h0 = minus8((q0 >> 4) & 0x0F0F0F0Fu), h1 = minus8((q1 >> 4) & 0x0F0F0F0Fu);
+        uint32_t v[9];
+        load_pair<36>(row + b * kBytes, v);
+        const float d0 = f16_bits_to_f32(uint16_t(v[0] & 0xffffu));
+        const float d1 = f16_bits_to_f32(uint16_t(v[4] >> 16));
+        int lo[2][4], hi[2][4];
+        TANDEM_Q8_UNROLL
+        for (int i = 0; i < 4; ++i) {
+            const uint32_t q0 = first_quants<36>(v, i), q1 = v[5 + i];
+            lo[0][i] = minus8(q0 & 0x0F0F0F0Fu);
+            hi[0][i] = minus8((q0 >> 4) & 0x0F0F0F0Fu);
+            lo[1][i] = minus8(q1 & 0x0F0F0F0Fu);
+            hi[1][i] = minus8((q1 >> 4) & 0x0F0F0F0Fu);
+        }
         TANDEM_Q8_UNROLL
         for (int t = 0; t < TM; ++t) {
             if (t < n_tok) {
-                const int* xq = x[t].q + b * 8;
-                const int s = dot4(
-                    l0, xq[2 * k],
-                    dot4(l1, xq[2 * k + 1], dot4(h0, xq[4 + 2 * k], dot4(h1, xq[5 + 2 * k], 0))));
-                acc[t] += d * x[t].ds[b].x * float(s);
+                int4 q[4];
+                float4 ds;
+                load_act_pair(x[t], b, q, ds);
+                const int s0 = dot4(
+                    lo[0][0], q[0].x,
+                    dot4(
+                        lo[0][1], q[0].y,
+                        dot4(lo[0][2], q[0].z,
+                             dot4(lo[0][3], q[0].w,
+                                  dot4(hi[0][0], q[1].x,
+                                       dot4(hi[0][1], q[1].y,
+                                            dot4(hi[0][2], q[1].z, dot4(hi[0][3], q[1].w, 0))))))));
+                const int s1 = dot4(
+                    lo[1][0], q[2].x,
+                    dot4(
+                        lo[1][1], q[2].y,
+                        dot4(lo[1][2], q[2].z,
+                             dot4(lo[1][3], q[2].w,
+                                  dot4(hi[1][0], q[3].x,
+                                       dot4(hi[1][1], q[3].y,
+                                            dot4(hi[1][2], q[3].z, dot4(hi[1][3], q[3].w, 0))))))));
+                acc[t] += d0 * ds.x * float(s0) + d1 * ds.z * float(s1);
             }
         }
     }
 };
 
-// Q8_0 {d, int8 qs[32]}: item k (0, 1) = words 4k..4k+3.
+// Q8_0 {d, int8 qs[32]}, items of two blocks (68 bytes, 17 words).
 template <>
 struct Q8Dot<DType::Q8_0> {
-    static constexpr int kWeights = 32, kItems = 2, kBytes = 34, kAlign = 2;
+    static constexpr int kWeights = 64, kItems = 1, kBytes = 68, kAlign = 4;
     template <int TM>
-    __device__ static void dot(const uint8_t* row, int64_t b, int k, const Act* x, int n_tok,
+    __device__ static void dot(const uint8_t* row, int64_t b, int, const Act* x, int n_tok,
                                float (&acc)[TM]) {
-        const uint8_t* blk = row + b * kBytes;
-        const float d = f16_at(blk);
-        int q[4];
+        uint32_t v[17];
+        load_pair<68>(row + b * kBytes, v);
+        const float d0 = f16_bits_to_f32(uint16_t(v[0] & 0xffffu));
+        const float d1 = f16_bits_to_f32(uint16_t(v[8] >> 16));
+        int w0[8], w1[8];
         TANDEM_Q8_UNROLL
-        for (int i = 0; i < 4; ++i) q[i] = word_at(blk + 2, 4 * k + i);
+        for (int i = 0; i < 8; ++i) {
+            w0[i] = int(first_quants<68>(v, i));
+            w1[i] = int(v[9 + i]);
+        }
         TANDEM_Q8_UNROLL
         for (int t = 0; t < TM; ++t) {
             if (t < n_tok) {
-                const int* xq = x[t].q + b * 8 + 4 * k;
-                const int s =
-                    dot4(q[0], xq[0], dot4(q[1], xq[1], dot4(q[2], xq[2], dot4(q[3], xq[3], 0))));
-                acc[t] += d * x[t].ds[b].x * float(s);
+                int4 q[4];
+                float4 ds;
+                load_act_pair(x[t], b, q, ds);
+                const int s0 =
+                    dot4(w0[0], q[0].x,
+                         dot4(w0[1], q[0].y,
+                              dot4(w0[2], q[0].z,
+                                   dot4(w0[3], q[0].w,
+                                        dot4(w0[4], q[1].x,
+                                             dot4(w0[5], q[1].y,
+                                                  dot4(w0[6], q[1].z, dot4(w0[7], q[1].w, 0))))))));
+                const int s1 =
+                    dot4(w1[0], q[2].x,
+                         dot4(w1[1], q[2].y,
+                              dot4(w1[2], q[2].z,
+                                   dot4(w1[3], q[2].w,
+                                        dot4(w1[4], q[3].x,
+                                             dot4(w1[5], q[3].y,
+                                                  dot4(w1[6], q[3].z, dot4(w1[7], q[3].w, 0))))))));
+                acc[t] += d0 * ds.x * float(s0) + d1 * ds.z * float(s1);
             }
         }
     }
@@ -165,14 +233,17 @@ struct Q8DotK45 {
         TANDEM_Q8_UNROLL
         for (int t = 0; t < TM; ++t) {
             if (t < n_tok) {
-                const int* xq = x[t].q + a0 * 8 + 4 * j;
-                const float2 x0 = x[t].ds[a0], x1 = x[t].ds[a0 + 1];
-                const int s0 = dot4(
-                    int(lo[0]), xq[0],
-                    dot4(int(lo[1]), xq[1], dot4(int(lo[2]), xq[2], dot4(int(lo[3]), xq[3], 0))));
-                const int s1 = dot4(
-                    int(hi[0]), xq[8],
-                    dot4(int(hi[1]), xq[9], dot4(int(hi[2]), xq[10], dot4(int(hi[3]), xq[11], 0))));
+                // Words 4j.. of activation blocks a0 and a0 + 1: 16-byte aligned.
+                const int4 xa = *reinterpret_cast<const int4*>(x[t].q + a0 * 8 + 4 * j);
+                const int4 xb = *reinterpret_cast<const int4*>(x[t].q + a0 * 8 + 8 + 4 * j);
+                const float4 xd = *reinterpret_cast<const float4*>(x[t].ds + a0);
+                const float2 x0{xd.x, xd.y}, x1{xd.z, xd.w};
+                const int s0 =
+                    dot4(int(lo[0]), xa.x,
+                         dot4(int(lo[1]), xa.y, dot4(int(lo[2]), xa.z, dot4(int(lo[3]), xa.w, 0))));
+                const int s1 =
+                    dot4(int(hi[0]), xb.x,
+                         dot4(int(hi[1]), xb.y, dot4(int(hi[2]), xb.z, dot4(int(hi[3]), xb.w, 0))));
                 acc[t] += d0 * x0.x * float(s0) - m0 * x0.y + d1 * x1.x * float(s1) - m1 * x1.y;
             }
         }

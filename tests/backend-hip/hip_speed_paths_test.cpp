@@ -36,6 +36,12 @@ struct uint4 {
 struct float2 {
     float x, y;
 };
+struct int4 {
+    int x, y, z, w;
+};
+struct float4 {
+    float x, y, z, w;
+};
 inline float __uint_as_float(unsigned u) {
     float f;
     std::memcpy(&f, &u, 4);
@@ -202,10 +208,11 @@ TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
 
 TEST(HipSpeedPaths, RmsNormQuantisesForTheMatmulAfterIt) {
     TANDEM_HIP_OR_SKIP(hip);
-    // (cols, tokens, weight type): registers only, partial warps (96), the re-read tail (14336).
+    // (cols, tokens, weight type): registers only, partial warps (192: 48 float4s), the re-read
+    // tail (14336). (Q4_0/Q8_0 rows take the q8 path in whole block pairs: 64 | cols.)
     const std::tuple<int64_t, int64_t, DType> cases[] = {{4096, 1, DType::Q4_0},
                                                          {2304, 2, DType::Q6_K},
-                                                         {96, 8, DType::Q8_0},
+                                                         {192, 8, DType::Q8_0},
                                                          {14336, 3, DType::Q4_K},
                                                          {5120, 5, DType::Q5_K}};
     for (auto [cols, T, t] : cases) {
