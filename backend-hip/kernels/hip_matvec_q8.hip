@@ -54,18 +54,39 @@ __global__ void __launch_bounds__(kQuantThreads)
     if (int(threadIdx.x) % kLaneGroup == 0) ds[blk] = make_float2(d, d * sum);
 }
 
+// The matrices of one launch (launch_matvec_q8_parts), passed by value.
+struct Q8Parts {
+    const uint8_t* w[kQ8MaxParts];
+    const float* bias[kQ8MaxParts];
+    float* out[kQ8MaxParts];
+    int64_t n_out[kQ8MaxParts];
+    int n;
+};
+
 // A block of kQ8Threads = 4 lane groups; W groups share an output row (4 / W rows per block),
-// thread i of a row's 32W takes items i, i + 32W, ...; out[t, row] for t < n_tok <= TM.
+// thread i of a row's 32W takes items i, i + 32W, ...; out[t, row] for t < n_tok <= TM. Rows
+// run over the parts one after the other (a block may straddle two).
 template <DType T, int TM, int W>
 __global__ void __launch_bounds__(kQ8Threads)
-    k_matvec_q8(const uint8_t* __restrict__ w, int64_t row_stride, int64_t n_in, int64_t n_out,
-                const int8_t* __restrict__ xq, const float2* __restrict__ xds, int n_tok,
-                const float* __restrict__ bias, float* __restrict__ out) {
+    k_matvec_q8(Q8Parts parts, int64_t row_stride, int64_t n_in, const int8_t* __restrict__ xq,
+                const float2* __restrict__ xds, int n_tok) {
     using D = Q8Dot<T>;
     constexpr int kGroups = kQ8Threads / kLaneGroup, kRowThreads = W * kLaneGroup;
     __shared__ float part[kGroups][TM];
     const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;
-    const int64_t row = int64_t(blockIdx.x) * (kGroups / W) + g / W;
+    int64_t row = int64_t(blockIdx.x) * (kGroups / W) + g / W;
+    int p = 0;
+    if (parts.n > 1 && row >= parts.n_out[0]) {
+        row -= parts.n_out[0];
+        p = 1;
+        if (parts.n > 2 && row >= parts.n_out[1]) {
+            row -= parts.n_out[1];
+            p = 2;
+        }
+    }
+    // Selects, not a dynamic index (which would copy the parameter arrays to local memory).
+    const uint8_t* w = p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2];
+    const int64_t n_out = p == 0 ? parts.n_out[0] : p == 1 ? parts.n_out[1] : parts.n_out[2];
     // A row past the end reads the last row and writes nothing: every thread reaches the
     // barrier below.
     const uint8_t* wr = w + (row < n_out ? row : n_out - 1) * row_stride;
@@ -92,6 +113,8 @@ __global__ void __launch_bounds__(kQ8Threads)
     __syncthreads();
     // Thread t of the row's first group writes token t.
     if (g % W == 0 && lane < TM && lane < n_tok && row < n_out) {
+        const float* bias = p == 0 ? parts.bias[0] : p == 1 ? parts.bias[1] : parts.bias[2];
+        float* out = p == 0 ? parts.out[0] : p == 1 ? parts.out[1] : parts.out[2];
         float v = 0.0f;
 #pragma unroll
         for (int i = 0; i < W; ++i) v += part[g + i][lane];
@@ -115,42 +138,51 @@ int q8_groups_per_row(DType t) {
 }
 
 template <DType T, int TM>
-void matvec_q8_launch(const uint8_t* w, int64_t stride, int64_t n_in, int64_t n_out,
-                      const int8_t* xq, const float2* xds, int n_tok, const float* bias, float* out,
-                      hipStream_t s) {
+void matvec_q8_launch(const Q8Parts& parts, int64_t stride, int64_t n_in, const int8_t* xq,
+                      const float2* xds, int n_tok, hipStream_t s) {
     const int groups = q8_groups_per_row(T);
     const int64_t rows_per_block = (kQ8Threads / kLaneGroup) / groups;
-    const dim3 grid(static_cast<unsigned>((n_out + rows_per_block - 1) / rows_per_block)),
+    int64_t rows = 0;
+    for (int i = 0; i < parts.n; ++i) rows += parts.n_out[i];
+    const dim3 grid(static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block)),
         block(kQ8Threads);
     if (groups == 1)
-        hipLaunchKernelGGL((k_matvec_q8<T, TM, 1>), grid, block, 0, s, w, stride, n_in, n_out, xq,
-                           xds, n_tok, bias, out);
+        hipLaunchKernelGGL((k_matvec_q8<T, TM, 1>), grid, block, 0, s, parts, stride, n_in, xq, xds,
+                           n_tok);
     else if (groups == 2)
-        hipLaunchKernelGGL((k_matvec_q8<T, TM, 2>), grid, block, 0, s, w, stride, n_in, n_out, xq,
-                           xds, n_tok, bias, out);
+        hipLaunchKernelGGL((k_matvec_q8<T, TM, 2>), grid, block, 0, s, parts, stride, n_in, xq, xds,
+                           n_tok);
     else
-        hipLaunchKernelGGL((k_matvec_q8<T, TM, 4>), grid, block, 0, s, w, stride, n_in, n_out, xq,
-                           xds, n_tok, bias, out);
+        hipLaunchKernelGGL((k_matvec_q8<T, TM, 4>), grid, block, 0, s, parts, stride, n_in, xq, xds,
+                           n_tok);
 }
 
 template <DType T>
-bool matvec_q8_as(const void* w, int64_t n_in, int64_t n_out, const void* q8, int64_t n_tok,
-                  const float* bias, float* out, hipStream_t s) {
+bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_t n_tok,
+                  hipStream_t s) {
     using D = Q8Dot<T>;
     const auto stride = static_cast<int64_t>(row_bytes(T, static_cast<uint64_t>(n_in)));
-    if (reinterpret_cast<uintptr_t>(w) % D::kAlign != 0 || stride % D::kAlign != 0) return false;
+    if (stride % D::kAlign != 0) return false;
+    Q8Parts parts{};
+    parts.n = n;
+    for (int i = 0; i < n; ++i) {
+        if (reinterpret_cast<uintptr_t>(m[i].w) % D::kAlign != 0) return false;
+        parts.w[i] = static_cast<const uint8_t*>(m[i].w);
+        parts.bias[i] = m[i].bias;
+        parts.out[i] = m[i].out;
+        parts.n_out[i] = m[i].n_out;
+    }
     const auto* xq = static_cast<const int8_t*>(q8);
     const auto* xds = reinterpret_cast<const float2*>(xq + n_tok * n_in);
-    const auto* wb = static_cast<const uint8_t*>(w);
     const int nt = int(n_tok);
     if (n_tok == 1)
-        matvec_q8_launch<T, 1>(wb, stride, n_in, n_out, xq, xds, nt, bias, out, s);
+        matvec_q8_launch<T, 1>(parts, stride, n_in, xq, xds, nt, s);
     else if (n_tok == 2)
-        matvec_q8_launch<T, 2>(wb, stride, n_in, n_out, xq, xds, nt, bias, out, s);
+        matvec_q8_launch<T, 2>(parts, stride, n_in, xq, xds, nt, s);
     else if (n_tok <= 4)
-        matvec_q8_launch<T, 4>(wb, stride, n_in, n_out, xq, xds, nt, bias, out, s);
+        matvec_q8_launch<T, 4>(parts, stride, n_in, xq, xds, nt, s);
     else
-        matvec_q8_launch<T, 8>(wb, stride, n_in, n_out, xq, xds, nt, bias, out, s);
+        matvec_q8_launch<T, 8>(parts, stride, n_in, xq, xds, nt, s);
     return true;
 }
 
@@ -188,23 +220,36 @@ void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, h
                        dim3(kQuantThreads), 0, s, x, n / kQ8Block, qs, ds);
 }
 
-bool launch_matvec_q8(DType type, const void* w, int64_t n_in, int64_t n_out, const void* q8,
-                      int64_t n_tok, const float* bias, float* out, hipStream_t s) {
-    if (!w || !q8 || !out || !q8_matvec_supported(type, n_in, n_out, n_tok)) return false;
+bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, const void* q8,
+                            int64_t n_tok, hipStream_t s) {
+    if (!m || n < 1 || n > kQ8MaxParts || !q8) return false;
+    int64_t rows = 0;
+    for (int i = 0; i < n; ++i) {
+        if (!m[i].w || !m[i].out || !q8_matvec_supported(type, n_in, m[i].n_out, n_tok))
+            return false;
+        rows += m[i].n_out;
+    }
+    if (rows > kMaxGridX) return false;
     switch (type) {
         case DType::Q4_0:
-            return matvec_q8_as<DType::Q4_0>(w, n_in, n_out, q8, n_tok, bias, out, s);
+            return matvec_q8_as<DType::Q4_0>(m, n, n_in, q8, n_tok, s);
         case DType::Q8_0:
-            return matvec_q8_as<DType::Q8_0>(w, n_in, n_out, q8, n_tok, bias, out, s);
+            return matvec_q8_as<DType::Q8_0>(m, n, n_in, q8, n_tok, s);
         case DType::Q4_K:
-            return matvec_q8_as<DType::Q4_K>(w, n_in, n_out, q8, n_tok, bias, out, s);
+            return matvec_q8_as<DType::Q4_K>(m, n, n_in, q8, n_tok, s);
         case DType::Q5_K:
-            return matvec_q8_as<DType::Q5_K>(w, n_in, n_out, q8, n_tok, bias, out, s);
+            return matvec_q8_as<DType::Q5_K>(m, n, n_in, q8, n_tok, s);
         case DType::Q6_K:
-            return matvec_q8_as<DType::Q6_K>(w, n_in, n_out, q8, n_tok, bias, out, s);
+            return matvec_q8_as<DType::Q6_K>(m, n, n_in, q8, n_tok, s);
         default:
             return false;
     }
+}
+
+bool launch_matvec_q8(DType type, const void* w, int64_t n_in, int64_t n_out, const void* q8,
+                      int64_t n_tok, const float* bias, float* out, hipStream_t s) {
+    const Q8Matrix m{w, n_out, bias, out};
+    return launch_matvec_q8_parts(type, &m, 1, n_in, q8, n_tok, s);
 }
 
 }  // namespace tandem::hip

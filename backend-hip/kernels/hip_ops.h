@@ -56,6 +56,19 @@ uint64_t q8_act_bytes(int64_t n_in, int64_t n_tok);
 void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, hipStream_t s);
 bool launch_matvec_q8(DType type, const void* w, int64_t n_in, int64_t n_out, const void* q8,
                       int64_t n_tok, const float* bias, float* out, hipStream_t s);
+// One matrix of launch_matvec_q8_parts: weights [n_out, n_in] of the common type, bias or null.
+struct Q8Matrix {
+    const void* w;
+    int64_t n_out;
+    const float* bias;
+    float* out;
+};
+// Up to kQ8MaxParts matrices of one type and row length reading the same q8 activations (q/k/v,
+// gate/up) as one launch over all their rows (numbered one after the other); false, enqueueing
+// nothing, where launch_matvec_q8 would refuse any of them.
+inline constexpr int kQ8MaxParts = 3;
+bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, const void* q8,
+                            int64_t n_tok, hipStream_t s);
 // RMSNorm of whole rows (x [rows, cols], rows <= kMatvecMaxTokens, cols a multiple of 32) that
 // also leaves the output's q8 activations in q8 (q8_act_bytes(cols, rows)), as
 // launch_quantize_q8 would; false, enqueueing nothing, for shapes/alignments it does not take.

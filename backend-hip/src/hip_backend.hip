@@ -160,6 +160,9 @@ class HipBackend final : public Backend {
     void map_host_weights();
     void unmap_host_weights();
     void run_node(const Graph& g, const Node& n);
+    // Nodes at.. that are 2-3 MatMuls of one input, weight type and row length on the q8
+    // path (q/k/v, gate/up) as one launch; returns the nodes run (0: none, run nodes[at] alone).
+    size_t run_matvec_group(const Graph& g, size_t at);
     std::string profile_key(const Graph& g, const Node& n, bool decode) const;
     bool q8_for_next_matmul(const Graph& g, const Node& n) const;
     void check_node(const Graph& g, const Node& n) const;
@@ -395,11 +398,32 @@ void HipBackend::enqueue_step(const Graph& g) {
             const Node& n = nodes[i];
             profile_.node(i, profile_key(g, n, decode),
                           n.op == Op::MatMul ? double(weight_of(g, n.src[0]).desc.nbytes) : 0.0);
-            run_node(g, n);
+            // A fused group is timed as its first node ("xN", all its matrices' bytes); the
+            // others get no row.
+            if (const size_t k = run_matvec_group(g, i)) {
+                double bytes = 0;
+                for (size_t j = 0; j < k; ++j)
+                    bytes += double(weight_of(g, nodes[i + j].src[0]).desc.nbytes);
+                profile_.node(i, profile_key(g, n, decode) + " x" + std::to_string(k), bytes);
+                for (size_t j = 1; j < k; ++j) {
+                    profile_.mark(i + j, stream_);
+                    profile_.node(i + j, "", 0.0);
+                }
+                i += k - 1;
+            } else {
+                run_node(g, n);
+            }
             profile_.mark(i + 1, stream_);
         }
     } else {
-        for (const Node& n : g.nodes()) run_node(g, n);
+        const size_t n_nodes = g.nodes().size();
+        for (size_t i = 0; i < n_nodes; ++i) {
+            if (const size_t k = run_matvec_group(g, i)) {
+                i += k - 1;
+                continue;
+            }
+            run_node(g, g.nodes()[i]);
+        }
     }
     for (const GraphTensor& t : g.tensors()) {
         if (t.role != TensorRole::Output) continue;
@@ -660,6 +684,43 @@ bool HipBackend::q8_for_next_matmul(const Graph& g, const Node& n) const {
     const WeightDesc& w = weight_of(g, next.src[0]).desc;
     return w.ne[0] == x.cols() && q8_matvec_supported(w.type, w.ne[0], w.ne[1], x.rows()) &&
            q8_scratch_.size() >= q8_act_bytes(x.cols(), x.rows());
+}
+
+size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
+    const auto& nodes = g.nodes();
+    const Node& first = nodes[at];
+    if (!q8_enabled_ || first.op != Op::MatMul) return 0;
+    const GraphTensor& xt = g.tensor(first.src[1]);
+    const int64_t rows = xt.rows(), n_in = xt.cols();
+    const WeightDesc& w0 = weight_of(g, first.src[0]).desc;
+    if (w0.ne[0] != n_in || q8_scratch_.size() < q8_act_bytes(n_in, rows)) return 0;
+    Q8Matrix m[kQ8MaxParts];
+    int n = 0;
+    while (n < kQ8MaxParts && at + size_t(n) < nodes.size()) {
+        const Node& k = nodes[at + size_t(n)];
+        if (k.op != Op::MatMul || k.src[1] != first.src[1]) break;
+        const Weight& w = weight_of(g, k.src[0]);
+        if (w.desc.type != w0.type || w.desc.ne[0] != n_in) break;
+        m[n] = Q8Matrix{
+            w.dev, w.desc.ne[1],
+            k.src[2] == kNoTensor ? nullptr : reinterpret_cast<const float*>(data_of(g, k.src[2])),
+            reinterpret_cast<float*>(data_of(g, k.out))};
+        ++n;
+    }
+    if (n < 2) return 0;
+    const auto* x = reinterpret_cast<const float*>(data_of(g, first.src[1]));
+    // The quantised input must not be an output of the group (it is read by every part).
+    for (int i = 0; i < n; ++i)
+        if (m[i].out < x + rows * n_in && x < m[i].out + m[i].n_out * rows) return 0;
+    if (!q8_matvec_supported(w0.type, n_in, w0.ne[1], rows)) return 0;
+    q8_src_ = q8_src_ == x && q8_rows_ == rows && q8_cols_ == n_in ? x : nullptr;
+    if (!q8_src_) {
+        launch_quantize_q8(x, n_in, rows, q8_scratch_.data(), stream_);
+        q8_src_ = x, q8_rows_ = rows, q8_cols_ = n_in;
+    }
+    return launch_matvec_q8_parts(w0.type, m, n, n_in, q8_scratch_.data(), rows, stream_)
+               ? size_t(n)
+               : 0;
 }
 
 // The profile table's row for a node: the op, and for matmuls the weight type and path.

@@ -46,6 +46,7 @@ class NodeProfile {
     void collect(size_t n) {
         for (size_t i = 0; i < n && i + 1 < events_.size() && i < keys_.size(); ++i) {
             float ms = 0;
+            if (keys_[i].empty()) continue;  // run by an earlier node's launch (fused)
             if (hipEventElapsedTime(&ms, events_[i], events_[i + 1]) != hipSuccess) continue;
             Stat& st = stats_[keys_[i]];
             ++st.calls;

@@ -182,6 +182,11 @@ TEST(HipSpeedPaths, Q8MatvecLaneGroupsPerRow) {
     ::unsetenv("TANDEM_HIP_Q8_GROUPS");
 }
 
+TEST(HipSpeedPaths, Q8MatvecsSharingAnInputFused) {
+    TANDEM_HIP_OR_SKIP(hip);
+    expect_q8_matvecs_sharing_an_input(*hip);
+}
+
 TEST(HipSpeedPaths, Q8InputReusedThenRequantisedAfterItChanges) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_q8_input_reused_then_requantised(*hip);

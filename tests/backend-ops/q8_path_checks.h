@@ -37,6 +37,34 @@ inline void expect_q8_input_reused_then_requantised(Backend& b) {
         1e-10);
 }
 
+// q/k/v of one input (which the backends run as one launch over all their rows), row counts
+// that make blocks of threads straddle two matrices, a bias on k (as Qwen2 has; HIP keeps it in
+// the group, Vulkan ends the group there) and a fourth matmul of the input with a bias after
+// them; 1-3 tokens, three weight types.
+inline void expect_q8_matvecs_sharing_an_input(Backend& b) {
+    for (auto [t, T] : {std::pair{DType::Q4_K, int64_t(1)}, {DType::Q4_0, 3}, {DType::Q6_K, 2}}) {
+        const int64_t n_in = 512;
+        auto x = random_floats(size_t(n_in * T), uint32_t(T + 5), -2, 2);
+        QuantWeight wq(t, {n_in, 67, 1}, 1), wk(t, {n_in, 9, 1}, 2), wv(t, {n_in, 10, 1}, 3);
+        QuantWeight wb(t, {n_in, 7, 1}, 4), bias(DType::F32, {7, 1, 1}, 5);
+        QuantWeight bk(DType::F32, {9, 1, 1}, 6);
+        std::vector<float> q, k, v, yb;
+        OpGraph g;
+        const TensorId xt = g.input(x.data(), n_in, T);
+        g.node(Op::MatMul, g.output(q, 67, T), {g.weight(b, wq), xt});
+        g.node(Op::MatMul, g.output(k, 9, T), {g.weight(b, wk), xt, g.weight(b, bk)});
+        g.node(Op::MatMul, g.output(v, 10, T), {g.weight(b, wv), xt});
+        g.node(Op::MatMul, g.output(yb, 7, T), {g.weight(b, wb), xt, g.weight(b, bias)});
+        g.run(b);
+        const auto xq = q8_activations(x);
+        const std::string what = std::string(dtype_name(t)) + " T=" + std::to_string(T);
+        EXPECT_LT(reported_nmse(what + " q", q, ref_matmul(wq, xq, T)), 1e-10);
+        EXPECT_LT(reported_nmse(what + " k+bias", k, ref_matmul(wk, xq, T, &bk.values)), 1e-10);
+        EXPECT_LT(reported_nmse(what + " v", v, ref_matmul(wv, xq, T)), 1e-10);
+        EXPECT_LT(reported_nmse(what + " +bias", yb, ref_matmul(wb, xq, T, &bias.values)), 1e-10);
+    }
+}
+
 // A gated activation (SiLU, GELU) feeding the down projection: an 8B model's FFN width, a
 // partial last block of threads (192 x 3; HIP takes Q4_0 rows in pairs of blocks), several
 // tokens. Its f32 output is checked against the double

@@ -72,31 +72,11 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
     }
 }
 
-// q/k/v as one dispatch over q8 activations: row counts that make workgroups straddle two
-// matrices, and a bias on a lone matmul after them.
+// q/k/v as one dispatch over q8 activations (q8_path_checks.h).
 TEST(VulkanQ8Matvec, MatvecsSharingAnInputFused) {
     TANDEM_VULKAN_OR_SKIP(vk);
     TANDEM_Q8_OR_SKIP(vk);
-    for (auto [t, T] : {std::pair{DType::Q4_K, int64_t(1)}, {DType::Q4_0, 3}, {DType::Q6_K, 2}}) {
-        const int64_t n_in = 512;
-        auto x = random_floats(size_t(n_in * T), uint32_t(T + 5), -2, 2);
-        QuantWeight wq(t, {n_in, 67, 1}, 1), wk(t, {n_in, 9, 1}, 2), wv(t, {n_in, 10, 1}, 3);
-        QuantWeight wb(t, {n_in, 7, 1}, 4), bias(DType::F32, {7, 1, 1}, 5);
-        std::vector<float> q, k, v, yb;
-        OpGraph g;
-        const TensorId xt = g.input(x.data(), n_in, T);
-        g.node(Op::MatMul, g.output(q, 67, T), {g.weight(*vk, wq), xt});
-        g.node(Op::MatMul, g.output(k, 9, T), {g.weight(*vk, wk), xt});
-        g.node(Op::MatMul, g.output(v, 10, T), {g.weight(*vk, wv), xt});
-        g.node(Op::MatMul, g.output(yb, 7, T), {g.weight(*vk, wb), xt, g.weight(*vk, bias)});
-        g.run(*vk);
-        const auto xq = q8_activations(x);
-        const std::string what = std::string(dtype_name(t)) + " T=" + std::to_string(T);
-        EXPECT_LT(reported_nmse(what + " q", q, ref_matmul(wq, xq, T)), 1e-10);
-        EXPECT_LT(reported_nmse(what + " k", k, ref_matmul(wk, xq, T)), 1e-10);
-        EXPECT_LT(reported_nmse(what + " v", v, ref_matmul(wv, xq, T)), 1e-10);
-        EXPECT_LT(reported_nmse(what + " +bias", yb, ref_matmul(wb, xq, T, &bias.values)), 1e-10);
-    }
+    expect_q8_matvecs_sharing_an_input(*vk);
 }
 
 TEST(VulkanQ8Matvec, InputReusedThenRequantisedAfterItChanges) {
