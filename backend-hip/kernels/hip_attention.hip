@@ -32,10 +32,23 @@ __device__ float block_reduce(float v, float* sh) {
     return r;
 }
 
-// grid (n_tokens * n_head); block 64: one thread per rotated pair.
+// Element i of head row r (token t = r / n_head) into cache row *n_past + t (f16 or f32).
+__device__ inline void cache_put(void* cache, int f16, const int32_t* n_past, int64_t r,
+                                 int64_t n_head, int64_t head_dim, int64_t i, float v) {
+    const int64_t t = r / n_head, h = r % n_head;
+    const int64_t at = ((int64_t(*n_past) + t) * n_head + h) * head_dim + i;
+    if (f16)
+        static_cast<uint16_t*>(cache)[at] = f32_to_f16_bits(v);
+    else
+        static_cast<float*>(cache)[at] = v;
+}
+
+// grid (n_tokens * n_head); block 64: one thread per rotated pair. cache (or null): the rows
+// also go into the KV cache at row *n_past + t (the K rope and its store as one launch).
 __global__ void k_rope(const float* x, const int32_t* pos, int64_t n_head, int64_t head_dim,
                        int64_t n_rot, int neox, float freq_base, float freq_scale,
-                       const float* factors, float* out) {
+                       const float* factors, float* out, void* cache, int cache_f16,
+                       const int32_t* n_past) {
     const int64_t r = blockIdx.x, t = r / n_head;
     const float* xr = x + r * head_dim;
     float* o = out + r * head_dim;
@@ -48,10 +61,18 @@ __global__ void k_rope(const float* x, const int32_t* pos, int64_t n_head, int64
         const float c = float(cos(a)), s = float(sin(a));
         const int64_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
         const float va = xr[i0], vb = xr[i1];
-        o[i0] = va * c - vb * s;
-        o[i1] = va * s + vb * c;
+        const float ra = va * c - vb * s, rb = va * s + vb * c;
+        o[i0] = ra;
+        o[i1] = rb;
+        if (cache) {
+            cache_put(cache, cache_f16, n_past, r, n_head, head_dim, i0, ra);
+            cache_put(cache, cache_f16, n_past, r, n_head, head_dim, i1, rb);
+        }
     }
-    for (int64_t i = n_rot + threadIdx.x; i < head_dim; i += blockDim.x) o[i] = xr[i];
+    for (int64_t i = n_rot + threadIdx.x; i < head_dim; i += blockDim.x) {
+        o[i] = xr[i];
+        if (cache) cache_put(cache, cache_f16, n_past, r, n_head, head_dim, i, xr[i]);
+    }
 }
 
 // grid (n_tokens); writes row n_past + t of the cache. n_past is read from device memory so a
@@ -264,8 +285,9 @@ int64_t attention_max_head_dim() {
 
 void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t width,
                  int64_t head_dim, int64_t n_rot, bool neox, float freq_base, float freq_scale,
-                 const float* factors, float* out, hipStream_t s) {
-    launch_require(x && pos && out, "rope", "null tensor");
+                 const float* factors, float* out, hipStream_t s, void* cache, bool cache_f16,
+                 const int32_t* n_past) {
+    launch_require(x && pos && out && (!cache || n_past), "rope", "null tensor");
     launch_require(
         head_dim > 0 && width % head_dim == 0 && n_rot > 0 && n_rot % 2 == 0 && n_rot <= head_dim,
         "rope",
@@ -277,7 +299,7 @@ void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t w
     if (n_tokens * n_head <= 0) return;
     hipLaunchKernelGGL(k_rope, dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(64), 0, s, x,
                        pos, n_head, head_dim, n_rot, neox ? 1 : 0, freq_base, freq_scale, factors,
-                       out);
+                       out, cache, cache_f16 ? 1 : 0, n_past);
 }
 
 void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16, void* cache,

@@ -74,6 +74,12 @@ bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, 
 // launch_quantize_q8 would; false, enqueueing nothing, for shapes/alignments it does not take.
 bool launch_rms_norm_q8(const float* x, const float* w, int64_t cols, int64_t rows, float eps,
                         float* out, void* q8, hipStream_t s);
+// sum = a + b, then RMSNorm of its whole rows into out (one launch: the residual add and the
+// next norm), rows of at most 4096 floats (read once, so out may be written over a or b row for
+// row); q8 (or null): also the output's q8 activations as launch_rms_norm_q8 leaves them (rows
+// <= kMatvecMaxTokens, cols a multiple of 32). False, enqueueing nothing, where it does not apply.
+bool launch_add_rms_norm(const float* a, const float* b, float* sum, const float* w, int64_t cols,
+                         int64_t rows, float eps, float* out, void* q8, hipStream_t s);
 // GatedAct of [rows, cols] (rows <= kMatvecMaxTokens, cols a multiple of 32) that also leaves
 // the output's q8 activations in q8, as launch_rms_norm_q8 does.
 bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, int64_t rows,
@@ -89,9 +95,12 @@ namespace tandem::hip {
 
 // Rotary embedding of every head of x [n_tokens, width] at positions pos[t] (ggml's normal or
 // neox pairing); dims past n_rot are copied. factors: optional [n_rot/2] frequency divisors.
+// cache (optional): the output rows also go into a KV cache of the same width at rows
+// *n_past.. as launch_kv_store writes them (the K rope and its store in one launch).
 void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t width,
                  int64_t head_dim, int64_t n_rot, bool neox, float freq_base, float freq_scale,
-                 const float* factors, float* out, hipStream_t s);
+                 const float* factors, float* out, hipStream_t s, void* cache = nullptr,
+                 bool cache_f16 = false, const int32_t* n_past = nullptr);
 // Writes src [n_tokens, width] into cache rows *n_past.. (f16 rounded to nearest even, or f32).
 // n_past points at device memory (the step's io buffer): a replayed graph reads the new value;
 // the host checks the range before enqueueing.

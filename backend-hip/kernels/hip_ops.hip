@@ -110,10 +110,13 @@ __global__ void __launch_bounds__(kBlock)
 // registers (a row is read once up to 4096 floats), 32-lane shuffles then one shared step
 // reduce the sum of squares. Q8: also the output's q8 activations for the matmul reading it
 // (group = a whole row, a multiple of 32: qs [rows, group] int8, ds [rows, group / 32]).
-template <bool Q8>
+// ADD: x + b first (the residual add before the norm, one launch less), written to sum; rows
+// of at most kNormRegs * kNormThreads float4s only (read once: the output may then be written
+// over an input's row).
+template <bool Q8, bool ADD = false>
 __global__ void __launch_bounds__(kNormThreads)
     k_rms_norm4(const float* x, const float* w, int64_t group, float eps, float* out, int8_t* qs,
-                float2* ds) {
+                float2* ds, const float* b = nullptr, float* sum = nullptr) {
     __shared__ float part[kNormThreads / kLaneGroup];
     const int64_t n4 = group / 4;
     const auto* xr = reinterpret_cast<const float4*>(x + int64_t(blockIdx.x) * group);
@@ -128,6 +131,19 @@ __global__ void __launch_bounds__(kNormThreads)
     for (int k = 0; k < kNormRegs; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kNormThreads;
         v[k] = i < n4 ? xr[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    if constexpr (ADD) {
+        const auto* br = reinterpret_cast<const float4*>(b + int64_t(blockIdx.x) * group);
+        auto* sr = reinterpret_cast<float4*>(sum + int64_t(blockIdx.x) * group);
+#pragma unroll
+        for (int k = 0; k < kNormRegs; ++k) {
+            const int64_t i = threadIdx.x + int64_t(k) * kNormThreads;
+            if (i < n4) {
+                const float4 c = br[i];
+                v[k] = make_float4(v[k].x + c.x, v[k].y + c.y, v[k].z + c.z, v[k].w + c.w);
+                sr[i] = v[k];
+            }
+        }
     }
     float ss = 0.0f;
 #pragma unroll
@@ -283,6 +299,27 @@ bool launch_rms_norm_q8(const float* x, const float* w, int64_t cols, int64_t ro
     auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
     hipLaunchKernelGGL(k_rms_norm4<true>, dim3(static_cast<unsigned>(rows)), dim3(kNormThreads), 0,
                        s, x, w, cols, eps, out, qs, ds);
+    return true;
+}
+
+bool launch_add_rms_norm(const float* a, const float* b, float* sum, const float* w, int64_t cols,
+                         int64_t rows, float eps, float* out, void* q8, hipStream_t s) {
+    const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+    if (!a || !b || !sum || !out || cols % 4 != 0 || cols / 4 > kNormRegs * kNormThreads ||
+        rows < 1 || rows > kMaxGridX || !a16(a) || !a16(b) || !a16(sum) || !a16(out) ||
+        (w && !a16(w)))
+        return false;
+    if (q8) {
+        if (cols % 32 != 0 || rows > kMatvecMaxTokens) return false;
+        auto* qs = static_cast<int8_t*>(q8);
+        auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
+        hipLaunchKernelGGL((k_rms_norm4<true, true>), dim3(static_cast<unsigned>(rows)),
+                           dim3(kNormThreads), 0, s, a, w, cols, eps, out, qs, ds, b, sum);
+    } else {
+        hipLaunchKernelGGL((k_rms_norm4<false, true>), dim3(static_cast<unsigned>(rows)),
+                           dim3(kNormThreads), 0, s, a, w, cols, eps, out, nullptr, nullptr, b,
+                           sum);
+    }
     return true;
 }
 

@@ -163,6 +163,11 @@ class HipBackend final : public Backend {
     // Nodes at.. that are 2-3 MatMuls of one input, weight type and row length on the q8
     // path (q/k/v, gate/up) as one launch; returns the nodes run (0: none, run nodes[at] alone).
     size_t run_matvec_group(const Graph& g, size_t at);
+    // Nodes at, at + 1: an Add and the RmsNorm of its sum over whole rows as one launch (and
+    // the q8 activations when a q8 matmul reads the norm next); returns 2, or 0: not applicable.
+    size_t run_add_norm(const Graph& g, size_t at);
+    // Nodes at, at + 1: a Rope and the KvStore of its output as one launch; 2, or 0.
+    size_t run_rope_store(const Graph& g, size_t at);
     std::string profile_key(const Graph& g, const Node& n, bool decode) const;
     bool q8_for_next_matmul(const Graph& g, const Node& n) const;
     void check_node(const Graph& g, const Node& n) const;
@@ -400,7 +405,12 @@ void HipBackend::enqueue_step(const Graph& g) {
                           n.op == Op::MatMul ? double(weight_of(g, n.src[0]).desc.nbytes) : 0.0);
             // A fused group is timed as its first node ("xN", all its matrices' bytes); the
             // others get no row.
-            if (const size_t k = run_matvec_group(g, i)) {
+            if (run_add_norm(g, i) || run_rope_store(g, i)) {
+                profile_.node(i, profile_key(g, n, decode) + "+" + op_name(nodes[i + 1].op), 0.0);
+                profile_.mark(i + 1, stream_);
+                profile_.node(i + 1, "", 0.0);
+                ++i;
+            } else if (const size_t k = run_matvec_group(g, i)) {
                 double bytes = 0;
                 for (size_t j = 0; j < k; ++j)
                     bytes += double(weight_of(g, nodes[i + j].src[0]).desc.nbytes);
@@ -418,7 +428,8 @@ void HipBackend::enqueue_step(const Graph& g) {
     } else {
         const size_t n_nodes = g.nodes().size();
         for (size_t i = 0; i < n_nodes; ++i) {
-            if (const size_t k = run_matvec_group(g, i)) {
+            if (size_t k = run_add_norm(g, i);
+                k || (k = run_rope_store(g, i)) || (k = run_matvec_group(g, i))) {
                 i += k - 1;
                 continue;
             }
@@ -684,6 +695,49 @@ bool HipBackend::q8_for_next_matmul(const Graph& g, const Node& n) const {
     const WeightDesc& w = weight_of(g, next.src[0]).desc;
     return w.ne[0] == x.cols() && q8_matvec_supported(w.type, w.ne[0], w.ne[1], x.rows()) &&
            q8_scratch_.size() >= q8_act_bytes(x.cols(), x.rows());
+}
+
+size_t HipBackend::run_add_norm(const Graph& g, size_t at) {
+    const auto& nodes = g.nodes();
+    if (at + 1 >= nodes.size()) return 0;
+    const Node &add = nodes[at], &norm = nodes[at + 1];
+    if (add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out) return 0;
+    const GraphTensor& out = g.tensor(norm.out);
+    const int64_t cols = out.cols(), rows = out.rows();
+    if (norm.i[0] > 0 && norm.i[0] != cols) return 0;
+    auto f32 = [&](TensorId id) { return reinterpret_cast<float*>(data_of(g, id)); };
+    const float *a = f32(add.src[0]), *b = f32(add.src[1]);
+    float *sum = f32(add.out), *y = f32(norm.out);
+    const int64_t n = cols * rows;
+    auto overlap = [n](const float* p, const float* q) { return p < q + n && q < p + n; };
+    // Each thread reads its elements of a and b before writing them to sum; a block has read its
+    // whole row before it writes y: y may share a row with an input (or anything, one row).
+    auto safe_in = [&](const float* in) { return !overlap(sum, in) || sum == in; };
+    auto safe_out = [&](const float* in) { return !overlap(y, in) || y == in || rows == 1; };
+    if (!safe_in(a) || !safe_in(b) || overlap(y, sum) || !safe_out(a) || !safe_out(b)) return 0;
+    const bool q8 = q8_for_next_matmul(g, norm);
+    if (!launch_add_rms_norm(a, b, sum, norm.src[1] == kNoTensor ? nullptr : f32(norm.src[1]), cols,
+                             rows, norm.f[0], y, q8 ? q8_scratch_.data() : nullptr, stream_))
+        return 0;
+    q8_src_ = q8 ? y : nullptr, q8_rows_ = rows, q8_cols_ = cols;
+    return 2;
+}
+
+size_t HipBackend::run_rope_store(const Graph& g, size_t at) {
+    const auto& nodes = g.nodes();
+    if (at + 1 >= nodes.size()) return 0;
+    const Node &rope = nodes[at], &store = nodes[at + 1];
+    if (rope.op != Op::Rope || store.op != Op::KvStore || store.src[0] != rope.out) return 0;
+    const GraphTensor& out = g.tensor(rope.out);
+    const GraphTensor& cache = g.tensor(store.src[1]);
+    if (cache.cols() != out.cols()) return 0;
+    auto f32 = [&](TensorId id) { return reinterpret_cast<float*>(data_of(g, id)); };
+    launch_rope(f32(rope.src[0]), reinterpret_cast<const int32_t*>(data_of(g, rope.src[1])),
+                out.rows(), out.cols(), rope.i[0], rope.i[1],
+                static_cast<RopeMode>(rope.i[2]) == RopeMode::Neox, rope.f[0], rope.f[1],
+                rope.src[2] == kNoTensor ? nullptr : f32(rope.src[2]), f32(rope.out), stream_,
+                data_of(g, store.src[1]), cache.type == DType::F16, n_past_dev());
+    return 2;
 }
 
 size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {

@@ -22,7 +22,7 @@
 #include <tuple>
 #include <vector>
 
-#include "../backend-ops/q8_path_checks.h"
+#include "../backend-ops/fused_path_checks.h"
 #include "hip_test_support.h"
 
 // Plain C++ stand-ins for the device names hip_q8_dot.h uses (dot4 takes its plain-sum branch).
@@ -211,33 +211,27 @@ TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
     }
 }
 
+// (cols, tokens, weight type, add): registers only, partial warps (192: 48 float4s), the
+// re-read tail (14336, 5120), the residual add fused in (rows up to 4096) or not (14336).
+// (Q4_0/Q8_0 rows take the q8 path in whole block pairs: 64 | cols.)
 TEST(HipSpeedPaths, RmsNormQuantisesForTheMatmulAfterIt) {
     TANDEM_HIP_OR_SKIP(hip);
-    // (cols, tokens, weight type): registers only, partial warps (192: 48 float4s), the re-read
-    // tail (14336). (Q4_0/Q8_0 rows take the q8 path in whole block pairs: 64 | cols.)
-    const std::tuple<int64_t, int64_t, DType> cases[] = {{4096, 1, DType::Q4_0},
-                                                         {2304, 2, DType::Q6_K},
-                                                         {192, 8, DType::Q8_0},
-                                                         {14336, 3, DType::Q4_K},
-                                                         {5120, 5, DType::Q5_K}};
-    for (auto [cols, T, t] : cases) {
-        auto x = random_floats(size_t(cols * T), uint32_t(cols + T), -3, 3);
-        QuantWeight nw(DType::F32, {cols, 1, 1}, 4), w(t, {cols, 37, 1}, 5);
-        OpGraph g;
-        std::vector<float> normed, y;
-        const TensorId nt = g.output(normed, cols, T);
-        g.node(Op::RmsNorm, nt, {g.input(x.data(), cols, T), g.weight(*hip, nw)}, {0, 0, 0, 0},
-               {1e-5f, 0});
-        g.node(Op::MatMul, g.output(y, 37, T), {g.weight(*hip, w), nt});
-        g.run(*hip);
-        const std::vector<double> ref = ref_rms_norm(x, nw.values, cols, T);
-        const std::string what = "norm+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
-                                 " " + std::string(dtype_name(t));
-        EXPECT_LT(reported_nmse(what + " norm", normed, ref), 1e-12) << what;
-        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(normed), T)),
-                  1e-10)
-            << what;
-    }
+    expect_rms_norm_quantises_for_the_matmul_after_it(*hip, {{4096, 1, DType::Q4_0, false},
+                                                             {4096, 1, DType::Q4_K, true},
+                                                             {2304, 2, DType::Q6_K, true},
+                                                             {192, 8, DType::Q8_0, true},
+                                                             {14336, 3, DType::Q4_K, true},
+                                                             {5120, 5, DType::Q5_K, false}});
+}
+
+TEST(HipSpeedPaths, RopeWritesTheKvCacheItself) {
+    TANDEM_HIP_OR_SKIP(hip);
+    expect_rope_writes_the_kv_cache(*hip);
+}
+
+TEST(HipSpeedPaths, AddThenRmsNormFused) {
+    TANDEM_HIP_OR_SKIP(hip);
+    expect_add_then_rms_norm(*hip);
 }
 
 TEST(HipSpeedPaths, GatedActQuantisesForTheMatmulAfterIt) {

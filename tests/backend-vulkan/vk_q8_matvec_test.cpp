@@ -9,7 +9,7 @@
 #include <string>
 #include <tuple>
 
-#include "../backend-ops/q8_path_checks.h"
+#include "../backend-ops/fused_path_checks.h"
 #include "vk_test_support.h"
 
 namespace tandem::test {
@@ -72,7 +72,7 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
     }
 }
 
-// q/k/v as one dispatch over q8 activations (q8_path_checks.h).
+// q/k/v as one dispatch over q8 activations (fused_path_checks.h).
 TEST(VulkanQ8Matvec, MatvecsSharingAnInputFused) {
     TANDEM_VULKAN_OR_SKIP(vk);
     TANDEM_Q8_OR_SKIP(vk);
@@ -102,46 +102,16 @@ TEST(VulkanQ8Matvec, SwitchedOffKeepsF32Activations) {
 }
 
 // The norm (alone, or after a residual add in the same dispatch) quantises its own output for
-// the matmul after it: that matmul must see exactly the q8 rounding of the norm's f32 output.
+// the matmul after it; a row too long for the norm's register path is quantised by its own
+// dispatch.
 TEST(VulkanQ8Matvec, RmsNormQuantisesForTheMatmulAfterIt) {
     TANDEM_VULKAN_OR_SKIP(vk);
     TANDEM_Q8_OR_SKIP(vk);
-    // (cols, tokens, weight type, with the residual add): model widths, several rows, and a
-    // row too long for the norm's register path (quantised by its own dispatch then).
-    const std::tuple<int64_t, int64_t, DType, bool> cases[] = {{4096, 1, DType::Q4_0, false},
-                                                               {4096, 1, DType::Q4_K, true},
-                                                               {2304, 2, DType::Q6_K, true},
-                                                               {1024, 8, DType::Q8_0, false},
-                                                               {12288, 1, DType::Q4_K, true}};
-    for (auto [cols, T, t, add] : cases) {
-        auto x = random_floats(size_t(cols * T), uint32_t(cols + T), -3, 3);
-        auto h = random_floats(size_t(cols * T), uint32_t(cols + T + 1), -1, 1);
-        QuantWeight nw(DType::F32, {cols, 1, 1}, 4), w(t, {cols, 37, 1}, 5);
-        OpGraph g;
-        std::vector<float> normed, y;
-        const TensorId nt = g.g.activation("normed", cols, T);
-        TensorId in = g.input(x.data(), cols, T);
-        if (add) {
-            const TensorId s = g.g.activation("resid", cols, T);
-            g.node(Op::Add, s, {in, g.input(h.data(), cols, T)});
-            in = s;
-        }
-        g.node(Op::RmsNorm, nt, {in, g.weight(*vk, nw)}, {0, 0, 0, 0}, {1e-5f, 0});
-        g.node(Op::MatMul, g.output(y, 37, T), {g.weight(*vk, w), nt});
-        g.node(Op::Copy, g.output(normed, cols, T), {nt});
-        g.run(*vk);
-        std::vector<float> xs = x;
-        if (add)
-            for (size_t i = 0; i < xs.size(); ++i) xs[i] += h[i];
-        const std::string what = "norm+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
-                                 " " + std::string(dtype_name(t)) + (add ? " add" : "");
-        EXPECT_LT(reported_nmse(what + " norm", normed, ref_rms_norm(xs, nw.values, cols, T)),
-                  1e-11)
-            << what;
-        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(normed), T)),
-                  1e-10)
-            << what;
-    }
+    expect_rms_norm_quantises_for_the_matmul_after_it(*vk, {{4096, 1, DType::Q4_0, false},
+                                                            {4096, 1, DType::Q4_K, true},
+                                                            {2304, 2, DType::Q6_K, true},
+                                                            {1024, 8, DType::Q8_0, false},
+                                                            {12288, 1, DType::Q4_K, true}});
 }
 
 TEST(VulkanQ8Matvec, GatedActQuantisesForTheMatmulAfterIt) {

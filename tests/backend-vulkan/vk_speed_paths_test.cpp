@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "../backend-ops/op_references.h"
+#include "../backend-ops/fused_path_checks.h"
 #include "vk_test_support.h"
 
 namespace tandem::test {
@@ -46,23 +46,7 @@ TEST(VulkanSpeedPaths, RmsNormWideRows) {
 // register path (16-byte loads), an odd row length and the strided fallback past 8192.
 TEST(VulkanSpeedPaths, AddThenRmsNormFused) {
     TANDEM_VULKAN_OR_SKIP(vk);
-    for (auto [cols, rows] :
-         {std::pair<int64_t, int64_t>{4096, 1}, {4096, 5}, {1027, 3}, {12288, 2}}) {
-        auto x = random_floats(size_t(cols * rows), 27, -2, 2);
-        auto h = random_floats(size_t(cols * rows), 28, -2, 2);
-        QuantWeight w(DType::F32, {cols, 1, 1}, 29);
-        std::vector<float> sum_v, sum_c;
-        auto r = run_both(*vk, [&](OpGraph& g, Backend& b, std::vector<float>& out) {
-            TensorId s = g.g.activation("resid", cols, rows);
-            TensorId n = g.g.activation("normed", cols, rows);
-            g.node(Op::Add, s, {g.input(x.data(), cols, rows), g.input(h.data(), cols, rows)});
-            g.node(Op::RmsNorm, n, {s, g.weight(b, w)}, {0, 0, 0, 0}, {1e-5f, 0});
-            g.node(Op::Scale, g.output(out, cols, rows), {n}, {0, 0, 0, 0}, {1.0f, 0});
-            g.node(Op::Copy, g.output(&b == vk.get() ? sum_v : sum_c, cols, rows), {s});
-        });
-        EXPECT_LT(nmse(r.vulkan, as_double(r.cpu)), 1e-11) << cols << " x " << rows;
-        EXPECT_LT(nmse(sum_v, as_double(sum_c)), 1e-14) << cols << " x " << rows;
-    }
+    expect_add_then_rms_norm(*vk);
 }
 
 struct DecodeCase {
@@ -321,63 +305,10 @@ TEST(VulkanSpeedPaths, RepackedWeightsEveryKernel) {
 }
 
 // A Rope whose output the next node stores into the KV cache writes the cache rows itself (one
-// dispatch): the roped rows and the cache rows n_past.. against the CPU backend, in both rope
-// modes, with a partial rotary dimension, into an f32 cache (read back whole rows) and an f16
-// one (read back through attention over it).
+// dispatch; fused_path_checks.h).
 TEST(VulkanSpeedPaths, RopeWritesTheKvCacheItself) {
     TANDEM_VULKAN_OR_SKIP(vk);
-    struct Case {
-        RopeMode mode;
-        int64_t hd, n_rot, n_past;
-        DType kv;
-    };
-    for (const Case& c : {Case{RopeMode::Normal, 64, 64, 5, DType::F32},
-                          Case{RopeMode::Neox, 128, 64, 5, DType::F32},
-                          Case{RopeMode::Neox, 128, 128, 0, DType::F16},
-                          Case{RopeMode::Normal, 32, 16, 0, DType::F16}}) {
-        const int64_t n_kv = 2, T = 3, width = n_kv * c.hd, n_ctx = c.n_past + T + 2;
-        auto x = random_floats(size_t(width * T), uint32_t(c.hd + c.n_rot), -2, 2);
-        auto q = random_floats(size_t(2 * width * T), 61, -2, 2);
-        std::vector<int32_t> pos;
-        for (int64_t t = 0; t < T; ++t) pos.push_back(int32_t(c.n_past + t));
-        std::vector<float> roped_v, roped_c, cache_v, cache_c;
-        auto r = run_both(
-            *vk,
-            [&](OpGraph& g, Backend& b, std::vector<float>& out) {
-                const bool on_vk = &b == vk.get();
-                b.allocate_kv({KvDesc{c.kv, width, n_ctx}});
-                const TensorId kr = g.g.activation("k_rope", width, T);
-                const TensorId kc = g.g.kv(0, "k", c.kv, width, n_ctx);
-                g.node(
-                    Op::Rope, kr,
-                    {g.input(x.data(), width, T), g.input(pos.data(), T, 1, DType::I32), kNoTensor},
-                    {int32_t(c.hd), int32_t(c.n_rot), int32_t(c.mode), 0}, {10000.0f, 1.0f});
-                g.node(Op::KvStore, kc, {kr, kc});
-                g.node(Op::Copy, g.output(on_vk ? roped_v : roped_c, width, T), {kr});
-                if (c.kv == DType::F32) {
-                    g.node(Op::Copy, g.output(on_vk ? cache_v : cache_c, width, n_ctx), {kc});
-                    g.node(Op::Copy, g.output(out, width, T), {kr});
-                } else {  // GQA 4/2 over the stored rows, K as V too
-                    g.node(Op::Attention, g.output(out, 2 * width, T),
-                           {g.input(q.data(), 2 * width, T), kc, kc},
-                           {int32_t(2 * n_kv), int32_t(n_kv), int32_t(c.hd), 0}, {0.125f, 0});
-                }
-            },
-            int32_t(c.n_past));
-        const std::string what = std::string(c.mode == RopeMode::Neox ? "neox" : "normal") +
-                                 " hd " + std::to_string(c.hd) + " n_rot " +
-                                 std::to_string(c.n_rot) + " " + std::string(dtype_name(c.kv));
-        EXPECT_LT(nmse(roped_v, as_double(roped_c)), 1e-12) << what;
-        EXPECT_LT(nmse(r.vulkan, as_double(r.cpu)), c.kv == DType::F16 ? 1e-9 : 1e-12) << what;
-        if (c.kv == DType::F32) {
-            // Rows n_past.. were written by this step (the others were never written).
-            const size_t from = size_t(c.n_past * width), to = size_t((c.n_past + T) * width);
-            const std::vector<float> v(cache_v.begin() + from, cache_v.begin() + to);
-            const std::vector<float> cc(cache_c.begin() + from, cache_c.begin() + to);
-            EXPECT_LT(nmse(v, as_double(cc)), 1e-12) << what << " cache rows";
-            EXPECT_LT(nmse(v, as_double(roped_c)), 1e-12) << what << " cache = roped rows";
-        }
-    }
+    expect_rope_writes_the_kv_cache(*vk);
 }
 
 }  // namespace

@@ -1,0 +1,253 @@
+#pragma once
+// Checks shared by the GPU backends' tests of their fused decode paths (HIP, Vulkan): the
+// matvec over int8 activations must see exactly the activations as q8_activations() rounds them,
+// whether the matmul quantised its input itself, reused the quantisation of an earlier matmul,
+// or the node before it (a norm, a gated activation) left it; a residual add fused with the
+// norm after it must leave both the sum and the norm right.
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "op_references.h"
+
+namespace tandem::test {
+
+// Two matmuls of one input (quantised once), then the input changes and a third one must
+// quantise it again.
+inline void expect_q8_input_reused_then_requantised(Backend& b) {
+    const int64_t n_in = 512, n_out = 40, T = 2;
+    QuantWeight w1(DType::Q4_0, {n_in, n_out, 1}, 1), w2(DType::Q6_K, {n_in, n_out, 1}, 2);
+    auto x = random_floats(size_t(n_in * T), 3);
+    std::vector<float> y1, y2, doubled, y3;
+    OpGraph g;
+    const TensorId xt = g.input(x.data(), n_in, T);
+    const TensorId wt1 = g.weight(b, w1), wt2 = g.weight(b, w2);
+    g.node(Op::MatMul, g.output(y1, n_out, T), {wt1, xt});
+    g.node(Op::MatMul, g.output(y2, n_out, T), {wt2, xt});  // the same quantised input
+    const TensorId dt = g.output(doubled, n_in, T);
+    g.node(Op::Add, dt, {xt, xt});
+    g.node(Op::MatMul, g.output(y3, n_out, T), {wt1, dt});  // quantised again
+    g.run(b);
+    std::vector<float> x2(x.size());
+    for (size_t i = 0; i < x.size(); ++i) x2[i] = x[i] + x[i];
+    EXPECT_LT(reported_nmse("q4_0 of x", y1, ref_matmul(w1, q8_activations(x), T)), 1e-10);
+    EXPECT_LT(reported_nmse("q6_k of x (reused)", y2, ref_matmul(w2, q8_activations(x), T)), 1e-10);
+    EXPECT_LT(
+        reported_nmse("q4_0 of x + x (requantised)", y3, ref_matmul(w1, q8_activations(x2), T)),
+        1e-10);
+}
+
+// q/k/v of one input (which the backends run as one launch over all their rows), row counts
+// that make blocks of threads straddle two matrices, a bias on k (as Qwen2 has; HIP keeps it in
+// the group, Vulkan ends the group there) and a fourth matmul of the input with a bias after
+// them; 1-3 tokens, three weight types.
+inline void expect_q8_matvecs_sharing_an_input(Backend& b) {
+    for (auto [t, T] : {std::pair{DType::Q4_K, int64_t(1)}, {DType::Q4_0, 3}, {DType::Q6_K, 2}}) {
+        const int64_t n_in = 512;
+        auto x = random_floats(size_t(n_in * T), uint32_t(T + 5), -2, 2);
+        QuantWeight wq(t, {n_in, 67, 1}, 1), wk(t, {n_in, 9, 1}, 2), wv(t, {n_in, 10, 1}, 3);
+        QuantWeight wb(t, {n_in, 7, 1}, 4), bias(DType::F32, {7, 1, 1}, 5);
+        QuantWeight bk(DType::F32, {9, 1, 1}, 6);
+        std::vector<float> q, k, v, yb;
+        OpGraph g;
+        const TensorId xt = g.input(x.data(), n_in, T);
+        g.node(Op::MatMul, g.output(q, 67, T), {g.weight(b, wq), xt});
+        g.node(Op::MatMul, g.output(k, 9, T), {g.weight(b, wk), xt, g.weight(b, bk)});
+        g.node(Op::MatMul, g.output(v, 10, T), {g.weight(b, wv), xt});
+        g.node(Op::MatMul, g.output(yb, 7, T), {g.weight(b, wb), xt, g.weight(b, bias)});
+        g.run(b);
+        const auto xq = q8_activations(x);
+        const std::string what = std::string(dtype_name(t)) + " T=" + std::to_string(T);
+        EXPECT_LT(reported_nmse(what + " q", q, ref_matmul(wq, xq, T)), 1e-10);
+        EXPECT_LT(reported_nmse(what + " k+bias", k, ref_matmul(wk, xq, T, &bk.values)), 1e-10);
+        EXPECT_LT(reported_nmse(what + " v", v, ref_matmul(wv, xq, T)), 1e-10);
+        EXPECT_LT(reported_nmse(what + " +bias", yb, ref_matmul(wb, xq, T, &bias.values)), 1e-10);
+    }
+}
+
+// A gated activation (SiLU, GELU) feeding the down projection: an 8B model's FFN width, a
+// partial last block of threads (192 x 3; HIP takes Q4_0 rows in pairs of blocks), several
+// tokens. Its f32 output is checked against the double
+// reference and the matmul against that output's q8 rounding.
+inline void expect_gated_act_quantises_for_the_matmul_after_it(Backend& b) {
+    const std::tuple<int64_t, int64_t, int32_t> cases[] = {
+        {14336, 1, 0}, {14336, 2, 1}, {192, 3, 0}, {2304, 8, 1}};
+    for (auto [cols, T, act] : cases) {
+        auto gate = random_floats(size_t(cols * T), uint32_t(cols + T), -4, 4);
+        auto up = random_floats(size_t(cols * T), uint32_t(cols + T + 1), -2, 2);
+        const DType t = cols % 256 == 0 ? DType::Q4_K : DType::Q4_0;
+        QuantWeight w(t, {cols, 29, 1}, 6);
+        OpGraph g;
+        std::vector<float> h, y;
+        const TensorId ht = g.g.activation("gated", cols, T);
+        g.node(Op::GatedAct, ht, {g.input(gate.data(), cols, T), g.input(up.data(), cols, T)},
+               {act, 0, 0, 0});
+        g.node(Op::MatMul, g.output(y, 29, T), {g.weight(b, w), ht});
+        g.node(Op::Copy, g.output(h, cols, T), {ht});
+        g.run(b);
+        std::vector<double> ref(h.size());
+        for (size_t i = 0; i < ref.size(); ++i)
+            ref[i] = ref_activation(Activation(act), gate[i]) * up[i];
+        const std::string what = "gated+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
+                                 " act " + std::to_string(act);
+        EXPECT_LT(reported_nmse(what + " act", h, ref), 1e-10) << what;
+        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(h), T)), 1e-10)
+            << what;
+    }
+}
+
+// RMSNorm rows (weights w) as the double reference computes them, eps 1e-5.
+inline std::vector<double> ref_rms_norm(const std::vector<float>& x, const std::vector<float>& w,
+                                        int64_t cols, int64_t rows) {
+    std::vector<double> ref(x.size());
+    for (int64_t r = 0; r < rows; ++r) {
+        double ss = 0;
+        for (int64_t i = 0; i < cols; ++i) ss += double(x[r * cols + i]) * x[r * cols + i];
+        const double inv = 1.0 / std::sqrt(ss / double(cols) + 1e-5);
+        for (int64_t i = 0; i < cols; ++i) ref[r * cols + i] = x[r * cols + i] * inv * w[i];
+    }
+    return ref;
+}
+
+struct NormQ8Case {
+    int64_t cols, tokens;
+    DType weight;
+    bool add;  // a residual add before the norm (fused with it where the backend can)
+};
+
+// (Add then) RMSNorm then a matmul of the norm: the norm against the double reference, the
+// matmul against the q8 rounding of the norm's own f32 output, so it must have been quantised
+// from exactly that (by the norm itself, or after it).
+inline void expect_rms_norm_quantises_for_the_matmul_after_it(
+    Backend& b, const std::vector<NormQ8Case>& cases) {
+    for (const NormQ8Case& c : cases) {
+        const int64_t cols = c.cols, T = c.tokens;
+        auto x = random_floats(size_t(cols * T), uint32_t(cols + T), -3, 3);
+        auto h = random_floats(size_t(cols * T), uint32_t(cols + T + 1), -1, 1);
+        QuantWeight nw(DType::F32, {cols, 1, 1}, 4), w(c.weight, {cols, 37, 1}, 5);
+        OpGraph g;
+        std::vector<float> normed, y;
+        const TensorId nt = g.g.activation("normed", cols, T);
+        TensorId in = g.input(x.data(), cols, T);
+        if (c.add) {
+            const TensorId s = g.g.activation("resid", cols, T);
+            g.node(Op::Add, s, {in, g.input(h.data(), cols, T)});
+            in = s;
+        }
+        g.node(Op::RmsNorm, nt, {in, g.weight(b, nw)}, {0, 0, 0, 0}, {1e-5f, 0});
+        g.node(Op::MatMul, g.output(y, 37, T), {g.weight(b, w), nt});
+        g.node(Op::Copy, g.output(normed, cols, T), {nt});
+        g.run(b);
+        std::vector<float> xs = x;
+        if (c.add)
+            for (size_t i = 0; i < xs.size(); ++i) xs[i] += h[i];
+        const std::string what = "norm+q8 " + std::to_string(cols) + " T=" + std::to_string(T) +
+                                 " " + std::string(dtype_name(c.weight)) + (c.add ? " add" : "");
+        EXPECT_LT(reported_nmse(what + " norm", normed, ref_rms_norm(xs, nw.values, cols, T)),
+                  1e-11)
+            << what;
+        EXPECT_LT(reported_nmse(what + " matmul", y, ref_matmul(w, q8_activations(normed), T)),
+                  1e-10)
+            << what;
+    }
+}
+
+// A residual add then the RMSNorm of its sum (one kernel where the backend fuses them), decode
+// and prefill row counts, a row length that is not a multiple of 4 and one past the fused
+// kernel's register rows: both the sum (the residual stream, used again later) and the
+// normalised rows against double references.
+inline void expect_add_then_rms_norm(Backend& b) {
+    for (auto [cols, rows] :
+         {std::pair<int64_t, int64_t>{4096, 1}, {4096, 5}, {4096, 20}, {1027, 3}, {12288, 2}}) {
+        auto x = random_floats(size_t(cols * rows), 27, -2, 2);
+        auto h = random_floats(size_t(cols * rows), 28, -2, 2);
+        QuantWeight w(DType::F32, {cols, 1, 1}, 29);
+        std::vector<float> normed, sum;
+        OpGraph g;
+        const TensorId s = g.g.activation("resid", cols, rows);
+        const TensorId n = g.g.activation("normed", cols, rows);
+        g.node(Op::Add, s, {g.input(x.data(), cols, rows), g.input(h.data(), cols, rows)});
+        g.node(Op::RmsNorm, n, {s, g.weight(b, w)}, {0, 0, 0, 0}, {1e-5f, 0});
+        g.node(Op::Scale, g.output(normed, cols, rows), {n}, {0, 0, 0, 0}, {1.0f, 0});
+        g.node(Op::Copy, g.output(sum, cols, rows), {s});
+        g.run(b);
+        std::vector<float> xs(x.size());
+        std::vector<double> sum_ref(x.size());
+        for (size_t i = 0; i < x.size(); ++i) {
+            xs[i] = x[i] + h[i];
+            sum_ref[i] = xs[i];
+        }
+        const std::string what = "add+norm " + std::to_string(cols) + " x " + std::to_string(rows);
+        EXPECT_LT(reported_nmse(what + " sum", sum, sum_ref), 1e-14) << what;
+        EXPECT_LT(reported_nmse(what + " norm", normed, ref_rms_norm(xs, w.values, cols, rows)),
+                  1e-11)
+            << what;
+    }
+}
+
+// A Rope whose output the next node stores into the KV cache (which the GPU backends do in the
+// rope's own launch): the roped rows and the cache rows n_past.. against the CPU backend, in
+// both rope modes, with a partial rotary dimension, into an f32 cache (read back whole rows)
+// and an f16 one (read back through attention over it).
+inline void expect_rope_writes_the_kv_cache(Backend& gpu) {
+    auto cpu = make_backend("cpu", 2);
+    struct Case {
+        RopeMode mode;
+        int64_t hd, n_rot, n_past;
+        DType kv;
+    };
+    for (const Case& c : {Case{RopeMode::Normal, 64, 64, 5, DType::F32},
+                          Case{RopeMode::Neox, 128, 64, 5, DType::F32},
+                          Case{RopeMode::Neox, 128, 128, 0, DType::F16},
+                          Case{RopeMode::Normal, 32, 16, 0, DType::F16}}) {
+        const int64_t n_kv = 2, T = 3, width = n_kv * c.hd, n_ctx = c.n_past + T + 2;
+        auto x = random_floats(size_t(width * T), uint32_t(c.hd + c.n_rot), -2, 2);
+        auto q = random_floats(size_t(2 * width * T), 61, -2, 2);
+        std::vector<int32_t> pos;
+        for (int64_t t = 0; t < T; ++t) pos.push_back(int32_t(c.n_past + t));
+        std::vector<float> roped_v, roped_c, cache_v, cache_c;
+        std::vector<float> out_v, out_c;
+        auto build = [&](OpGraph& g, Backend& b, bool on_gpu) {
+            b.allocate_kv({KvDesc{c.kv, width, n_ctx}});
+            g.io.n_past = int32_t(c.n_past);
+            const TensorId kr = g.g.activation("k_rope", width, T);
+            const TensorId kc = g.g.kv(0, "k", c.kv, width, n_ctx);
+            g.node(Op::Rope, kr,
+                   {g.input(x.data(), width, T), g.input(pos.data(), T, 1, DType::I32), kNoTensor},
+                   {int32_t(c.hd), int32_t(c.n_rot), int32_t(c.mode), 0}, {10000.0f, 1.0f});
+            g.node(Op::KvStore, kc, {kr, kc});
+            g.node(Op::Copy, g.output(on_gpu ? roped_v : roped_c, width, T), {kr});
+            if (c.kv == DType::F32) {
+                g.node(Op::Copy, g.output(on_gpu ? cache_v : cache_c, width, n_ctx), {kc});
+            } else {  // GQA 4/2 over the stored rows, K as V too
+                g.node(Op::Attention, g.output(on_gpu ? out_v : out_c, 2 * width, T),
+                       {g.input(q.data(), 2 * width, T), kc, kc},
+                       {int32_t(2 * n_kv), int32_t(n_kv), int32_t(c.hd), 0}, {0.125f, 0});
+            }
+            g.run(b);
+        };
+        {
+            OpGraph gg, gc;
+            build(gg, gpu, true);
+            build(gc, *cpu, false);
+        }
+        const std::string what = std::string(c.mode == RopeMode::Neox ? "neox" : "normal") +
+                                 " hd " + std::to_string(c.hd) + " n_rot " +
+                                 std::to_string(c.n_rot) + " " + std::string(dtype_name(c.kv));
+        EXPECT_LT(nmse(roped_v, as_double(roped_c)), 1e-12) << what;
+        if (c.kv == DType::F16) {
+            EXPECT_LT(nmse(out_v, as_double(out_c)), 1e-9) << what;
+        }
+        if (c.kv == DType::F32) {
+            // Rows n_past.. were written by this step (the others were never written).
+            const size_t from = size_t(c.n_past * width), to = size_t((c.n_past + T) * width);
+            const std::vector<float> v(cache_v.begin() + from, cache_v.begin() + to);
+            const std::vector<float> cc(cache_c.begin() + from, cache_c.begin() + to);
+            EXPECT_LT(nmse(v, as_double(cc)), 1e-12) << what << " cache rows";
+            EXPECT_LT(nmse(v, as_double(roped_c)), 1e-12) << what << " cache = roped rows";
+        }
+    }
+}
+
+}  // namespace tandem::test
