@@ -44,18 +44,6 @@ __device__ inline float group_sum(float v) {
     return v;
 }
 
-// Orders one lane group's shared-memory writes before its reads (a 32-lane group runs inside
-// one warp / wave, so no block barrier: groups may take different trip counts).
-__device__ inline void group_sync() {
-#if defined(TANDEM_HIP_ON_CUDA)
-    __syncwarp();
-#else
-    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
-    __builtin_amdgcn_wave_barrier();
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
-#endif
-}
-
 __device__ inline float half_at(const uint8_t* p) {
     return f16_bits_to_f32(uint16_t(p[0] | (p[1] << 8)));
 }

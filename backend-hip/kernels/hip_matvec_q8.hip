@@ -101,33 +101,10 @@ __global__ void __launch_bounds__(kQ8Threads)
 #pragma unroll
     for (int t = 0; t < TM; ++t) acc[t] = 0.0f;
     const int64_t n_items = n_in / D::kWeights * D::kItems;
-    if constexpr (D::kStaged) {
-        // Items of 36 / 68 bytes read in place would have a warp's 32-bit loads stride over
-        // 9 / 17 cache lines each; instead the lane group copies its 32 consecutive items with
-        // coalesced word loads into shared memory, and each lane reads its item there (a
-        // stride of 9 / 17 words: every lane on its own bank).
-        constexpr int kWords = 32 * D::kBytes / 4;
-        __shared__ uint32_t stage[kGroups][kWords];
-        const auto* src = reinterpret_cast<const uint32_t*>(wr);
-        for (int64_t base = int64_t(g % W) * kLaneGroup; base < n_items; base += kRowThreads) {
-            const int64_t cnt = n_items - base < kLaneGroup ? n_items - base : kLaneGroup;
-            const int64_t w0 = base * (D::kBytes / 4);
-            const int words = int(cnt * (D::kBytes / 4));
-#pragma unroll 4
-            for (int k = lane; k < words; k += kLaneGroup) stage[g][k] = src[w0 + k];
-            group_sync();
-            if (lane < cnt)
-                D::template dot_at<TM>(
-                    reinterpret_cast<const uint8_t*>(stage[g] + lane * (D::kBytes / 4)),
-                    base + lane, x, n_tok, acc);
-            group_sync();  // stage[g] is rewritten by the next trip
-        }
-    } else {
-        // Two items per trip: the second item's loads issue before the first one's dots wait.
+    // Two items per trip: the second item's loads issue before the first one's dots wait.
 #pragma unroll 2
-        for (int64_t it = int(threadIdx.x) % kRowThreads; it < n_items; it += kRowThreads)
-            D::template dot<TM>(wr, it / D::kItems, int(it % D::kItems), x, n_tok, acc);
-    }
+    for (int64_t it = int(threadIdx.x) % kRowThreads; it < n_items; it += kRowThreads)
+        D::template dot<TM>(wr, it / D::kItems, int(it % D::kItems), x, n_tok, acc);
 #pragma unroll
     for (int t = 0; t < TM; ++t) {
         const float v = group_sum(acc[t]);

@@ -96,18 +96,11 @@ __device__ inline void load_act_pair(const Act& x, int64_t p, int4 (&q)[4], floa
 template <>
 struct Q8Dot<DType::Q4_0> {
     static constexpr int kWeights = 64, kItems = 1, kBytes = 36, kAlign = 4;
-    static constexpr bool kStaged = true;  // see k_matvec_q8
     template <int TM>
     __device__ static void dot(const uint8_t* row, int64_t b, int, const Act* x, int n_tok,
                                float (&acc)[TM]) {
-        dot_at<TM>(row + b * kBytes, b, x, n_tok, acc);
-    }
-    // Item b whose 36 bytes are at `pair` (in the row, or staged in shared memory).
-    template <int TM>
-    __device__ static void dot_at(const uint8_t* pair, int64_t b, const Act* x, int n_tok,
-                                  float (&acc)[TM]) {
         uint32_t v[9];
-        load_pair<36>(pair, v);
+        load_pair<36>(row + b * kBytes, v);
         const float d0 = f16_bits_to_f32(uint16_t(v[0] & 0xffffu));
         const float d1 = f16_bits_to_f32(uint16_t(v[4] >> 16));
         int lo[2][4], hi[2][4];
@@ -153,17 +146,11 @@ struct Q8Dot<DType::Q4_0> {
 template <>
 struct Q8Dot<DType::Q8_0> {
     static constexpr int kWeights = 64, kItems = 1, kBytes = 68, kAlign = 4;
-    static constexpr bool kStaged = true;  // see k_matvec_q8
     template <int TM>
     __device__ static void dot(const uint8_t* row, int64_t b, int, const Act* x, int n_tok,
                                float (&acc)[TM]) {
-        dot_at<TM>(row + b * kBytes, b, x, n_tok, acc);
-    }
-    template <int TM>
-    __device__ static void dot_at(const uint8_t* pair, int64_t b, const Act* x, int n_tok,
-                                  float (&acc)[TM]) {
         uint32_t v[17];
-        load_pair<68>(pair, v);
+        load_pair<68>(row + b * kBytes, v);
         const float d0 = f16_bits_to_f32(uint16_t(v[0] & 0xffffu));
         const float d1 = f16_bits_to_f32(uint16_t(v[8] >> 16));
         int w0[8], w1[8];
@@ -210,7 +197,6 @@ struct Q8Dot<DType::Q8_0> {
 template <bool Five>
 struct Q8DotK45 {
     static constexpr int kWeights = 256, kItems = 8, kBytes = Five ? 176 : 144, kAlign = 16;
-    static constexpr bool kStaged = false;
     template <int TM>
     __device__ static void dot(const uint8_t* row, int64_t b, int k, const Act* x, int n_tok,
                                float (&acc)[TM]) {
@@ -275,7 +261,6 @@ struct Q8Dot<DType::Q5_K> : Q8DotK45<true> {};
 template <>
 struct Q8Dot<DType::Q6_K> {
     static constexpr int kWeights = 256, kItems = 16, kBytes = 210, kAlign = 2;
-    static constexpr bool kStaged = false;
     template <int TM>
     __device__ static void dot(const uint8_t* row, int64_t b, int k, const Act* x, int n_tok,
                                float (&acc)[TM]) {
