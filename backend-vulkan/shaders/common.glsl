@@ -16,6 +16,18 @@ const uint T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7,
 // become [8 f16 scales (16 bytes)][8 x 16 (Q4_0) or 32 (Q8_0) quant bytes], 144 / 272 bytes,
 // the same size as the 8 blocks, so rows keep their length and 16-byte alignment.
 const uint T_Q4_0R = 102, T_Q8_0R = 108;
+// Q6_K repacked (vk_repack.cpp): every 8 super-blocks of a row become their 8 208-byte bodies
+// (ql, qh, scales: 16-byte aligned) then their 8 f16 d's, 1680 bytes, the size of the 8 blocks.
+const uint T_Q6_KR = 114;
+
+// Byte offsets of super-block S's body (ql[128], qh[64], scales[16]) and of its f16 d, in a
+// Q6_K row at ro (file layout: 210-byte blocks, d last) or a T_Q6_KR one.
+uint q6_body(uint t, uint ro, uint S) {
+    return t == T_Q6_KR ? ro + (S >> 3) * 1680u + (S & 7u) * 208u : ro + S * 210u;
+}
+uint q6_d(uint t, uint ro, uint S) {
+    return t == T_Q6_KR ? ro + (S >> 3) * 1680u + 1664u + (S & 7u) * 2u : ro + S * 210u + 208u;
+}
 
 uint rd_u8(Uints w, uint off) { return (w.v[off >> 2] >> ((off & 3u) * 8u)) & 0xFFu; }
 uint rd_u16(Uints w, uint off) { return (w.v[off >> 2] >> ((off & 2u) * 8u)) & 0xFFFFu; }
@@ -82,14 +94,14 @@ float dq(uint t, Uints w, uint ro, uint i) {
         if (t == T_Q5_K) q |= ((rd_u8(w, b + 16u + (l & 31u)) >> (2u * c + hi)) & 1u) << 4;
         return rd_f16(w, b) * sc * float(q) - rd_f16(w, b + 2u) * m;
     }
-    if (t == T_Q6_K) {
-        uint b = ro + (i >> 8) * 210u;
+    if (t == T_Q6_K || t == T_Q6_KR) {
+        uint b = q6_body(t, ro, i >> 8);
         uint e = i & 255u, n = e >> 7, j = e & 127u, l = j & 31u, part = j >> 5;
         uint ql = rd_u8(w, b + n * 64u + l + ((part & 1u) != 0u ? 32u : 0u));
         ql = part < 2u ? (ql & 15u) : (ql >> 4);
         uint qh = (rd_u8(w, b + 128u + n * 32u + l) >> (2u * part)) & 3u;
         float sc = float(rd_i8(w, b + 192u + n * 8u + (l >> 4) + 2u * part));
-        return rd_f16(w, b + 208u) * sc * (float(ql | (qh << 4)) - 32.0);
+        return rd_f16(w, q6_d(t, ro, i >> 8)) * sc * (float(ql | (qh << 4)) - 32.0);
     }
     return 0.0;
 }

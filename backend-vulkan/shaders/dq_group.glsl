@@ -128,13 +128,13 @@ void dq_group(uint t, Uints w, uint ro, uint g, out float v[32]) {
                 v[4u * k + i] = d * float(x) - m;
             }
         }
-    } else if (t == T_Q6_K) {
-        // 210-byte super-block: ql[128], qh[64], scales[16] (int8), d (f16). Group s: half
-        // n = s/4, part = s%4; element l: low 4 bits from ql[64n + 32(part&1) + l] (low nibble
-        // for part < 2), high 2 bits from qh[128 + 32n + l] >> 2*part, scale
-        // scales[8n + l/16 + 2*part].
-        const uint b = ro + (g >> 3) * 210u, s = g & 7u, n = s >> 2, part = s & 3u;
-        const float d = lo_f16(rd_w(w, b + 208u));
+    } else if (t == T_Q6_K || t == T_Q6_KR) {
+        // 210-byte super-block: ql[128], qh[64], scales[16] (int8), d (f16) (T_Q6_KR: the body
+        // and d apart, common.glsl). Group s: half n = s/4, part = s%4; element l: low 4 bits
+        // from ql[64n + 32(part&1) + l] (low nibble for part < 2), high 2 bits from
+        // qh[128 + 32n + l] >> 2*part, scale scales[8n + l/16 + 2*part].
+        const uint b = q6_body(t, ro, g >> 3), s = g & 7u, n = s >> 2, part = s & 3u;
+        const float d = lo_f16(rd_w(w, q6_d(t, ro, g >> 3)));
         const uint sw = rd_w(w, b + 192u + n * 8u + 2u * part);
         const float d0 = d * float(int(sw << 24) >> 24), d1 = d * float(int(sw << 16) >> 24);
         const uint ql_at = b + n * 64u + (part & 1u) * 32u, qh_at = b + 128u + n * 32u;

@@ -1,7 +1,7 @@
 #version 450
 // Decode matmul over int8 activations (q8_act.glsl): y[t, o] = W[o, :] . x[t, :] (+ bias[o])
-// for n_tok <= TOK tokens (TOK = 1, 2, 4, 8) in one dispatch; weight types Q4_0 / Q8_0 (file
-// layout or repacked, vk_repack.h), Q4_K and Q6_K. Each row is a sequence of items (a Q4_0/Q8_0
+// for n_tok <= TOK tokens (TOK = 1, 2, 4, 8) in one dispatch; weight types Q4_0 / Q8_0 / Q6_K
+// (file layout or repacked, vk_repack.h) and Q4_K. Each row is a sequence of items (a Q4_0/Q8_0
 // block of 32 weights, a 16-byte slice of a Q4_K super-block, a 4-position slice of a Q6_K half
 // super-block) and its TPR invocations take items lane, lane + TPR, ...: the weights' nibbles
 // are widened to int8 in registers and meet the activation words in 4-way int8 dot products
@@ -52,8 +52,11 @@ void q4_0_bytes(uvec4 q, out uvec4 lo, out uvec4 hi) {
 shared float red[TOK * WG];
 
 uint items_per_row() {
-    return TYPE == T_Q4_K ? p.n_in / 32u : TYPE == T_Q6_K ? p.n_in / 16u : p.n_in / 32u;
+    return TYPE == T_Q6_K || TYPE == T_Q6_KR ? p.n_in / 16u : p.n_in / 32u;
 }
+
+// A word of a Q6_K body: 2-byte aligned in the file layout, 4-byte aligned repacked.
+uint q6_word(Uints w, uint off) { return TYPE == T_Q6_KR ? w.v[off >> 2] : rd_w(w, off); }
 
 // Adds item `it` of the row at byte ro to acc[k] for the TOK tokens (tokens past n_tok read
 // token 0 and are not written).
@@ -129,23 +132,24 @@ void item(Uints w, uint ro, uint it, inout float acc[TOK]) {
             const int s1 = dot4(hi.x, x1.x) + dot4(hi.y, x1.y) + dot4(hi.z, x1.z) + dot4(hi.w, x1.w);
             acc[k] += d0 * e0.x * float(s0) - m0 * e0.y + d1 * e1.x * float(s1) - m1 * e1.y;
         }
-    } else if (TYPE == T_Q6_K) {
+    } else if (TYPE == T_Q6_K || TYPE == T_Q6_KR) {
         // 210-byte super-block {ql[128], qh[64], int8 scales[16], d} (2-byte aligned: rd_w):
         // item k (0..15) = half h = k / 8, positions 4i..4i+3 (i = k % 8) of its four quarters:
         // quarter q's low bits from ql[64h + 32(q & 1) + l] (high nibble when q >= 2), top bits
         // from bits 2q of qh[32h + l], scale sc[8h + l / 16 + 2q]; activation block
         // 8b + 4h + q, word i.
         const uint b = it >> 4, k16 = it & 15u, h = k16 >> 3, i = k16 & 7u;
-        const uint sb = ro + b * 210u;
-        const uint la = rd_w(w, sb + 64u * h + 4u * i), lb = rd_w(w, sb + 64u * h + 32u + 4u * i);
-        const uint qh = rd_w(w, sb + 128u + 32u * h + 4u * i);
+        const uint sb = q6_body(TYPE, ro, b);
+        const uint la = q6_word(w, sb + 64u * h + 4u * i);
+        const uint lb = q6_word(w, sb + 64u * h + 32u + 4u * i);
+        const uint qh = q6_word(w, sb + 128u + 32u * h + 4u * i);
         const uint v0 = minus32((la & M4) | ((qh & 0x03030303u) << 4));
         const uint v1 = minus32((lb & M4) | (((qh >> 2) & 0x03030303u) << 4));
         const uint v2 = minus32(((la >> 4) & M4) | (((qh >> 4) & 0x03030303u) << 4));
         const uint v3 = minus32(((lb >> 4) & M4) | (((qh >> 6) & 0x03030303u) << 4));
-        const uint sw0 = rd_w(w, sb + 192u + 8u * h), sw1 = rd_w(w, sb + 196u + 8u * h);
+        const uint sw0 = q6_word(w, sb + 192u + 8u * h), sw1 = q6_word(w, sb + 196u + 8u * h);
         const uint sh = 8u * (i >> 2);  // scale byte i / 4 (+ 2q) of the half's 8
-        const float d = lo_f16(rd_w(w, sb + 208u));
+        const float d = lo_f16(rd_w(w, q6_d(TYPE, ro, b)));
         const float s0 = d * float(int(sw0 << (24u - sh)) >> 24);
         const float s1 = d * float(int(sw0 << (8u - sh)) >> 24);
         const float s2 = d * float(int(sw1 << (24u - sh)) >> 24);

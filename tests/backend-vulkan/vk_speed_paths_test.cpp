@@ -262,19 +262,21 @@ TEST(VulkanSpeedPaths, MatvecsSharingAnInputFused) {
     }
 }
 
-// The repacked layout (vk_repack.h) through matvec (direct and staged), the tiled kernel and
-// get_rows, against the dequantised file blocks; a row that is not whole 256-element
-// super-blocks stays in the file layout.
+// The repacked layouts (vk_repack.h: Q4_0, Q8_0, Q6_K) through matvec (direct and staged), the
+// tiled kernel and get_rows, against the dequantised file blocks; rows that are not whole
+// groups of 8 blocks (super-blocks) stay in the file layout.
 TEST(VulkanSpeedPaths, RepackedWeightsEveryKernel) {
     ScopedEnv no_q8("TANDEM_VK_Q8", "0");  // the f32 kernels (vk_q8_matvec_test: the q8 one)
     struct Case {
         const char* matvec;
         int64_t n_in, n_out, T;
     };
-    const Case cases[] = {{"512,16,1", 2304, 37, 1},
-                          {"256,8,0", 2304, 37, 3},
-                          {"512,16,1", 512, 70, 70},  // T >= 9: the tiled kernel
-                          {"512,16,1", 96, 9, 2}};    // not repacked: 3 blocks per row
+    // Q6_K is repacked in groups of 8 super-blocks: rows of 2048 / 4096, not 2304 or 512.
+    const Case cases[] = {{"512,16,1", 2304, 37, 1},  {"256,8,0", 2304, 37, 3},
+                          {"512,16,1", 4096, 21, 1},  {"256,8,0", 4096, 21, 3},
+                          {"512,16,1", 512, 70, 70},   // T >= 9: the tiled kernel
+                          {"512,16,1", 2048, 20, 12},  // tiled, Q6_K repacked
+                          {"512,16,1", 96, 9, 2}};     // not repacked: 3 blocks per row
     for (const Case& c : cases) {
         setenv("TANDEM_VK_REPACK", "1", 1);
         setenv("TANDEM_VK_MATVEC", c.matvec, 1);
@@ -282,7 +284,8 @@ TEST(VulkanSpeedPaths, RepackedWeightsEveryKernel) {
         unsetenv("TANDEM_VK_REPACK");
         unsetenv("TANDEM_VK_MATVEC");
         if (!vk) GTEST_SKIP() << "no Vulkan backend";
-        for (DType t : {DType::Q4_0, DType::Q8_0}) {
+        for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q6_K}) {
+            if (c.n_in % dtype_traits(t).block_elems) continue;
             QuantWeight w(t, {c.n_in, c.n_out, 1}, uint32_t(c.n_out + c.T));
             auto x = random_floats(size_t(c.n_in * c.T), uint32_t(c.T + 3));
             std::vector<float> y, rows;
