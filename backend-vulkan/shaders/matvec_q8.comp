@@ -52,11 +52,8 @@ void q4_0_bytes(uvec4 q, out uvec4 lo, out uvec4 hi) {
 shared float red[TOK * WG];
 
 uint items_per_row() {
-    return TYPE == T_Q6_K || TYPE == T_Q6_KR ? p.n_in / 16u : p.n_in / 32u;
+    return TYPE == T_Q6_K ? p.n_in / 16u : TYPE == T_Q6_KR ? p.n_in / 64u : p.n_in / 32u;
 }
-
-// A word of a Q6_K body: 2-byte aligned in the file layout, 4-byte aligned repacked.
-uint q6_word(Uints w, uint off) { return TYPE == T_Q6_KR ? w.v[off >> 2] : rd_w(w, off); }
 
 // Adds item `it` of the row at byte ro to acc[k] for the TOK tokens (tokens past n_tok read
 // token 0 and are not written).
@@ -132,22 +129,57 @@ void item(Uints w, uint ro, uint it, inout float acc[TOK]) {
             const int s1 = dot4(hi.x, x1.x) + dot4(hi.y, x1.y) + dot4(hi.z, x1.z) + dot4(hi.w, x1.w);
             acc[k] += d0 * e0.x * float(s0) - m0 * e0.y + d1 * e1.x * float(s1) - m1 * e1.y;
         }
-    } else if (TYPE == T_Q6_K || TYPE == T_Q6_KR) {
+    } else if (TYPE == T_Q6_KR) {
+        // Repacked Q6_K (16-byte aligned bodies): item k (0..3) = half h = k / 2, positions
+        // 16j..16j+15 (j = k % 2) of its four quarters, as 16-byte loads: quarter q's low bits
+        // from ql[64h + 32(q & 1) + l] (high nibble when q >= 2), top bits from bits 2q of
+        // qh[32h + l], scale sc[8h + j + 2q]; activation block 8b + 4h + q, words 4j..4j+3.
+        const uint b = it >> 2, h = (it >> 1) & 1u, j = it & 1u;
+        const uint sb = q6_body(TYPE, ro, b);
+        const uvec4 la = w4.v[(sb + 64u * h + 16u * j) >> 4];
+        const uvec4 lb = w4.v[(sb + 64u * h + 32u + 16u * j) >> 4];
+        const uvec4 qh = w4.v[(sb + 128u + 32u * h + 16u * j) >> 4];
+        const uint sw0 = w.v[(sb + 192u + 8u * h) >> 2], sw1 = w.v[(sb + 196u + 8u * h) >> 2];
+        const float d = lo_f16(rd_w(w, q6_d(TYPE, ro, b)));
+        const uint sh = 8u * j;  // scale bytes j, j + 2 of each word
+        const float s0 = d * float(int(sw0 << (24u - sh)) >> 24);
+        const float s1 = d * float(int(sw0 << (8u - sh)) >> 24);
+        const float s2 = d * float(int(sw1 << (24u - sh)) >> 24);
+        const float s3 = d * float(int(sw1 << (8u - sh)) >> 24);
+        uvec4 v0, v1, v2, v3;
+        [[unroll]] for (uint m = 0u; m < 4u; ++m) {
+            v0[m] = minus32((la[m] & M4) | ((qh[m] & 0x03030303u) << 4));
+            v1[m] = minus32((lb[m] & M4) | (((qh[m] >> 2) & 0x03030303u) << 4));
+            v2[m] = minus32(((la[m] >> 4) & M4) | (((qh[m] >> 4) & 0x03030303u) << 4));
+            v3[m] = minus32(((lb[m] >> 4) & M4) | (((qh[m] >> 6) & 0x03030303u) << 4));
+        }
+        [[unroll]] for (uint k = 0u; k < TOK; ++k) {
+            const uint t = k < p.n_tok ? k : 0u, xb = t * nb + b * 8u + 4u * h;
+            const uvec4 x0 = x4.v[2u * xb + j], x1 = x4.v[2u * (xb + 1u) + j];
+            const uvec4 x2 = x4.v[2u * (xb + 2u) + j], x3 = x4.v[2u * (xb + 3u) + j];
+            const int d0 = dot4(v0.x, x0.x) + dot4(v0.y, x0.y) + dot4(v0.z, x0.z) + dot4(v0.w, x0.w);
+            const int d1 = dot4(v1.x, x1.x) + dot4(v1.y, x1.y) + dot4(v1.z, x1.z) + dot4(v1.w, x1.w);
+            const int d2 = dot4(v2.x, x2.x) + dot4(v2.y, x2.y) + dot4(v2.z, x2.z) + dot4(v2.w, x2.w);
+            const int d3 = dot4(v3.x, x3.x) + dot4(v3.y, x3.y) + dot4(v3.z, x3.z) + dot4(v3.w, x3.w);
+            acc[k] += s0 * p.xd.v[xb].x * float(d0) + s1 * p.xd.v[xb + 1u].x * float(d1) +
+                      s2 * p.xd.v[xb + 2u].x * float(d2) + s3 * p.xd.v[xb + 3u].x * float(d3);
+        }
+    } else if (TYPE == T_Q6_K) {
         // 210-byte super-block {ql[128], qh[64], int8 scales[16], d} (2-byte aligned: rd_w):
         // item k (0..15) = half h = k / 8, positions 4i..4i+3 (i = k % 8) of its four quarters:
         // quarter q's low bits from ql[64h + 32(q & 1) + l] (high nibble when q >= 2), top bits
         // from bits 2q of qh[32h + l], scale sc[8h + l / 16 + 2q]; activation block
         // 8b + 4h + q, word i.
         const uint b = it >> 4, k16 = it & 15u, h = k16 >> 3, i = k16 & 7u;
-        const uint sb = q6_body(TYPE, ro, b);
-        const uint la = q6_word(w, sb + 64u * h + 4u * i);
-        const uint lb = q6_word(w, sb + 64u * h + 32u + 4u * i);
-        const uint qh = q6_word(w, sb + 128u + 32u * h + 4u * i);
+        const uint sb = ro + b * 210u;
+        const uint la = rd_w(w, sb + 64u * h + 4u * i);
+        const uint lb = rd_w(w, sb + 64u * h + 32u + 4u * i);
+        const uint qh = rd_w(w, sb + 128u + 32u * h + 4u * i);
         const uint v0 = minus32((la & M4) | ((qh & 0x03030303u) << 4));
         const uint v1 = minus32((lb & M4) | (((qh >> 2) & 0x03030303u) << 4));
         const uint v2 = minus32(((la >> 4) & M4) | (((qh >> 4) & 0x03030303u) << 4));
         const uint v3 = minus32(((lb >> 4) & M4) | (((qh >> 6) & 0x03030303u) << 4));
-        const uint sw0 = q6_word(w, sb + 192u + 8u * h), sw1 = q6_word(w, sb + 196u + 8u * h);
+        const uint sw0 = rd_w(w, sb + 192u + 8u * h), sw1 = rd_w(w, sb + 196u + 8u * h);
         const uint sh = 8u * (i >> 2);  // scale byte i / 4 (+ 2q) of the half's 8
         const float d = lo_f16(rd_w(w, q6_d(TYPE, ro, b)));
         const float s0 = d * float(int(sw0 << (24u - sh)) >> 24);
