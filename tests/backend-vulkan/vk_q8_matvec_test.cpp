@@ -38,10 +38,10 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
     struct Shape {
         int64_t n_in, n_out, T;
     };
-    const Shape shapes[] = {{256, 1, 1}, {256, 67, 1}, {2304, 37, 2}, {4096, 33, 1},
-                            {512, 5, 3}, {1024, 9, 5}, {768, 17, 8},  {14336, 3, 1}};
+    const Shape shapes[] = {{256, 1, 1},  {256, 67, 1}, {2304, 37, 2}, {4096, 33, 1}, {512, 5, 3},
+                            {1024, 9, 5}, {768, 17, 8}, {14336, 3, 1}, {2048, 9, 4}};
     // (repack, rows per workgroup): the file layout (integrated GPUs, lavapipe) and the
-    // repacked one (discrete GPUs), one subgroup per row and a whole workgroup per row.
+    // repacked one (discrete GPUs; Q6_K from 2048-long rows), 4 and 1 rows per workgroup.
     for (auto [repack, rows] : {std::pair{"0", "4"}, {"1", "4"}, {"1", "1"}}) {
         ScopedEnv re("TANDEM_VK_REPACK", repack), ro("TANDEM_VK_Q8_ROWS", rows);
         TANDEM_VULKAN_OR_SKIP(vk);
