@@ -222,16 +222,8 @@ void main() {
     [[unroll]] for (uint k = 0u; k < TOK; ++k) acc[k] = 0.0;
     if (live) {
         const uint n_items = items_per_row();
-        // Several items per trip, so their loads are in flight together: with one wave of
-        // workgroups a row's time is its trips times the memory latency (an 8B down projection
-        // is 7 Q4_0 blocks per lane: 2 trips of 4 instead of 4 of 2). Then pairs, then one.
+        // Two items per trip: the second item's loads issue before the first one's dots wait.
         uint it = lane;
-        for (; it + 3u * TPR < n_items; it += 4u * TPR) {
-            item(w, ro, it, acc);
-            item(w, ro, it + TPR, acc);
-            item(w, ro, it + 2u * TPR, acc);
-            item(w, ro, it + 3u * TPR, acc);
-        }
         for (; it + TPR < n_items; it += 2u * TPR) {
             item(w, ro, it, acc);
             item(w, ro, it + TPR, acc);
