@@ -83,6 +83,16 @@ template <int Bytes>
 __device__ inline uint32_t first_quants(const uint32_t (&v)[Bytes / 4], int i) {
     return (v[i] >> 16) | (v[i + 1] << 16);
 }
+// The int8 products of weight words w[0..7] with activation words a (w[0..3]) and b (w[4..7]).
+__device__ inline int dot8(const int (&w)[8], const int4& a, const int4& b) {
+    return dot4(
+        w[0], a.x,
+        dot4(w[1], a.y,
+             dot4(w[2], a.z,
+                  dot4(w[3], a.w,
+                       dot4(w[4], b.x, dot4(w[5], b.y, dot4(w[6], b.z, dot4(w[7], b.w, 0))))))));
+}
+
 // Activation words 16p .. 16p + 15 (blocks 2p, 2p + 1) and their (d, s), as 16-byte loads.
 __device__ inline void load_act_pair(const Act& x, int64_t p, int4 (&q)[4], float4& ds) {
     const auto* q4 = reinterpret_cast<const int4*>(x.q + p * 16);
@@ -103,14 +113,15 @@ struct Q8Dot<DType::Q4_0> {
         load_pair<36>(row + b * kBytes, v);
         const float d0 = f16_bits_to_f32(uint16_t(v[0] & 0xffffu));
         const float d1 = f16_bits_to_f32(uint16_t(v[4] >> 16));
-        int lo[2][4], hi[2][4];
+        // Block e's weights 0..15 (low nibbles) then 16..31 (high nibbles), minus 8.
+        int w[2][8];
         TANDEM_Q8_UNROLL
         for (int i = 0; i < 4; ++i) {
             const uint32_t q0 = first_quants<36>(v, i), q1 = v[5 + i];
-            lo[0][i] = minus8(q0 & 0x0F0F0F0Fu);
-            hi[0][i] = minus8((q0 >> 4) & 0x0F0F0F0Fu);
-            lo[1][i] = minus8(q1 & 0x0F0F0F0Fu);
-            hi[1][i] = minus8((q1 >> 4) & 0x0F0F0F0Fu);
+            w[0][i] = minus8(q0 & 0x0F0F0F0Fu);
+            w[0][4 + i] = minus8((q0 >> 4) & 0x0F0F0F0Fu);
+            w[1][i] = minus8(q1 & 0x0F0F0F0Fu);
+            w[1][4 + i] = minus8((q1 >> 4) & 0x0F0F0F0Fu);
         }
         TANDEM_Q8_UNROLL
         for (int t = 0; t < TM; ++t) {
@@ -118,24 +129,7 @@ struct Q8Dot<DType::Q4_0> {
                 int4 q[4];
                 float4 ds;
                 load_act_pair(x[t], b, q, ds);
-                const int s0 = dot4(
-                    lo[0][0], q[0].x,
-                    dot4(
-                        lo[0][1], q[0].y,
-                        dot4(lo[0][2], q[0].z,
-                             dot4(lo[0][3], q[0].w,
-                                  dot4(hi[0][0], q[1].x,
-                                       dot4(hi[0][1], q[1].y,
-                                            dot4(hi[0][2], q[1].z, dot4(hi[0][3], q[1].w, 0))))))));
-                const int s1 = dot4(
-                    lo[1][0], q[2].x,
-                    dot4(
-                        lo[1][1], q[2].y,
-                        dot4(lo[1][2], q[2].z,
-                             dot4(lo[1][3], q[2].w,
-                                  dot4(hi[1][0], q[3].x,
-                                       dot4(hi[1][1], q[3].y,
-                                            dot4(hi[1][2], q[3].z, dot4(hi[1][3], q[3].w, 0))))))));
+                const int s0 = dot8(w[0], q[0], q[1]), s1 = dot8(w[1], q[2], q[3]);
                 acc[t] += d0 * ds.x * float(s0) + d1 * ds.z * float(s1);
             }
         }
@@ -153,11 +147,11 @@ struct Q8Dot<DType::Q8_0> {
         load_pair<68>(row + b * kBytes, v);
         const float d0 = f16_bits_to_f32(uint16_t(v[0] & 0xffffu));
         const float d1 = f16_bits_to_f32(uint16_t(v[8] >> 16));
-        int w0[8], w1[8];
+        int w[2][8];
         TANDEM_Q8_UNROLL
         for (int i = 0; i < 8; ++i) {
-            w0[i] = int(first_quants<68>(v, i));
-            w1[i] = int(v[9 + i]);
+            w[0][i] = int(first_quants<68>(v, i));
+            w[1][i] = int(v[9 + i]);
         }
         TANDEM_Q8_UNROLL
         for (int t = 0; t < TM; ++t) {
@@ -165,22 +159,7 @@ struct Q8Dot<DType::Q8_0> {
                 int4 q[4];
                 float4 ds;
                 load_act_pair(x[t], b, q, ds);
-                const int s0 =
-                    dot4(w0[0], q[0].x,
-                         dot4(w0[1], q[0].y,
-                              dot4(w0[2], q[0].z,
-                                   dot4(w0[3], q[0].w,
-                                        dot4(w0[4], q[1].x,
-                                             dot4(w0[5], q[1].y,
-                                                  dot4(w0[6], q[1].z, dot4(w0[7], q[1].w, 0))))))));
-                const int s1 =
-                    dot4(w1[0], q[2].x,
-                         dot4(w1[1], q[2].y,
-                              dot4(w1[2], q[2].z,
-                                   dot4(w1[3], q[2].w,
-                                        dot4(w1[4], q[3].x,
-                                             dot4(w1[5], q[3].y,
-                                                  dot4(w1[6], q[3].z, dot4(w1[7], q[3].w, 0))))))));
+                const int s0 = dot8(w[0], q[0], q[1]), s1 = dot8(w[1], q[2], q[3]);
                 acc[t] += d0 * ds.x * float(s0) + d1 * ds.z * float(s1);
             }
         }
