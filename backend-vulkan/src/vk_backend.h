@@ -173,7 +173,6 @@ class VulkanBackend final : public Backend {
     // after pp512, tok/s for 1 / 2 / 4 / 8 rows) gave 291 / 309 / 300 / 284.
     bool q8_ = false;
     uint32_t q8_rows_ = 2;
-    uint32_t q8_long_rows_ = 0;  // rows of 8192+ weights (TANDEM_VK_Q8_LONG; 0: q8_rows_)
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;
     // The step's commands go into cbs_ (allocated once, reused by every step): cb_ is the one

@@ -128,17 +128,15 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
         }
     }
     const uint32_t tok = T == 1 ? 1 : T == 2 ? 2 : T <= 4 ? 4 : 8;
-    // Long rows (down projections) take q8_long_rows_ rows per workgroup (TANDEM_VK_Q8_LONG).
-    const uint32_t per_wg = n_in >= 8192 && q8_long_rows_ > 0 ? q8_long_rows_ : q8_rows_;
     const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&
-                                (kQ8Workgroup / per_wg) % pd_.subgroup_size == 0
+                                (kQ8Workgroup / q8_rows_) % pd_.subgroup_size == 0
                             ? 1u
                             : 0u;
-    const uint64_t groups = (rows + per_wg - 1) / per_wg;
+    const uint64_t groups = (rows + q8_rows_ - 1) / q8_rows_;
     const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, 32768));
     const uint32_t gz = static_cast<uint32_t>((groups + 32767) / 32768);
     const Ref bias = n == 1 ? ref(g, first.src[2]) : Ref{};
-    dispatch("matvec_q8", {type, kQ8Workgroup, per_wg, tok, sg, uint32_t(n)}, &p, sizeof p, gx, 1,
+    dispatch("matvec_q8", {type, kQ8Workgroup, q8_rows_, tok, sg, uint32_t(n)}, &p, sizeof p, gx, 1,
              gz, {q, bias}, {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
     for (size_t k = 0; k < n; ++k)
