@@ -101,6 +101,23 @@ __device__ inline void load_act_pair(const Act& x, int64_t p, int4 (&q)[4], floa
     ds = *reinterpret_cast<const float4*>(x.ds + 2 * p);
 }
 
+// Adds a block pair's int8 weights w[e] (scales d0, d1) dotted with activation blocks 2b, 2b + 1
+// to acc[t] for the n_tok <= TM tokens.
+template <int TM>
+__device__ inline void pair_dot(const int (&w)[2][8], float d0, float d1, int64_t b, const Act* x,
+                                int n_tok, float (&acc)[TM]) {
+    TANDEM_Q8_UNROLL
+    for (int t = 0; t < TM; ++t) {
+        if (t < n_tok) {
+            int4 q[4];
+            float4 ds;
+            load_act_pair(x[t], b, q, ds);
+            const int s0 = dot8(w[0], q[0], q[1]), s1 = dot8(w[1], q[2], q[3]);
+            acc[t] += d0 * ds.x * float(s0) + d1 * ds.z * float(s1);
+        }
+    }
+}
+
 // Q4_0 {d, qs[16]}, items of two blocks (36 bytes, 9 words): block e's byte i holds weight i
 // (low nibble) and 16 + i (high nibble); activation words 0-3 / 4-7 of block e.
 template <>
@@ -123,16 +140,7 @@ struct Q8Dot<DType::Q4_0> {
             w[1][i] = minus8(q1 & 0x0F0F0F0Fu);
             w[1][4 + i] = minus8((q1 >> 4) & 0x0F0F0F0Fu);
         }
-        TANDEM_Q8_UNROLL
-        for (int t = 0; t < TM; ++t) {
-            if (t < n_tok) {
-                int4 q[4];
-                float4 ds;
-                load_act_pair(x[t], b, q, ds);
-                const int s0 = dot8(w[0], q[0], q[1]), s1 = dot8(w[1], q[2], q[3]);
-                acc[t] += d0 * ds.x * float(s0) + d1 * ds.z * float(s1);
-            }
-        }
+        pair_dot<TM>(w, d0, d1, b, x, n_tok, acc);
     }
 };
 
@@ -153,16 +161,7 @@ struct Q8Dot<DType::Q8_0> {
             w[0][i] = int(first_quants<68>(v, i));
             w[1][i] = int(v[9 + i]);
         }
-        TANDEM_Q8_UNROLL
-        for (int t = 0; t < TM; ++t) {
-            if (t < n_tok) {
-                int4 q[4];
-                float4 ds;
-                load_act_pair(x[t], b, q, ds);
-                const int s0 = dot8(w[0], q[0], q[1]), s1 = dot8(w[1], q[2], q[3]);
-                acc[t] += d0 * ds.x * float(s0) + d1 * ds.z * float(s1);
-            }
-        }
+        pair_dot<TM>(w, d0, d1, b, x, n_tok, acc);
     }
 };
 

@@ -159,7 +159,12 @@ class HipBackend final : public Backend {
     void drop_graphs();
     void map_host_weights();
     void unmap_host_weights();
+    // Enqueues nodes[at] (with the nodes after it where one launch runs them: add + norm,
+    // rope + store, matmuls of one input) and returns how many nodes that was.
+    size_t run_at(const Graph& g, size_t at);
     void run_node(const Graph& g, const Node& n);
+    // Leaves x [rows, n_in] quantised in q8_scratch_ (unless it already is).
+    void quantise_input(const float* x, int64_t rows, int64_t n_in);
     // Nodes at.. that are 2-3 MatMuls of one input, weight type and row length on the q8
     // path (q/k/v, gate/up) as one launch; returns the nodes run (0: none, run nodes[at] alone).
     size_t run_matvec_group(const Graph& g, size_t at);
@@ -403,38 +408,27 @@ void HipBackend::enqueue_step(const Graph& g) {
             const Node& n = nodes[i];
             profile_.node(i, profile_key(g, n, decode),
                           n.op == Op::MatMul ? double(weight_of(g, n.src[0]).desc.nbytes) : 0.0);
-            // A fused group is timed as its first node ("xN", all its matrices' bytes); the
-            // others get no row.
-            if (run_add_norm(g, i) || run_rope_store(g, i)) {
-                profile_.node(i, profile_key(g, n, decode) + "+" + op_name(nodes[i + 1].op), 0.0);
-                profile_.mark(i + 1, stream_);
-                profile_.node(i + 1, "", 0.0);
-                ++i;
-            } else if (const size_t k = run_matvec_group(g, i)) {
+            // A fused run is timed as its first node ("+op" of the second, or "xN" matmuls with
+            // all their weight bytes); the others get no row.
+            const size_t k = run_at(g, i);
+            if (k > 1) {
+                const bool mats = n.op == Op::MatMul;
                 double bytes = 0;
-                for (size_t j = 0; j < k; ++j)
+                for (size_t j = 0; mats && j < k; ++j)
                     bytes += double(weight_of(g, nodes[i + j].src[0]).desc.nbytes);
-                profile_.node(i, profile_key(g, n, decode) + " x" + std::to_string(k), bytes);
+                const std::string suffix =
+                    mats ? " x" + std::to_string(k) : "+" + std::string(op_name(nodes[i + 1].op));
+                profile_.node(i, profile_key(g, n, decode) + suffix, bytes);
                 for (size_t j = 1; j < k; ++j) {
                     profile_.mark(i + j, stream_);
                     profile_.node(i + j, "", 0.0);
                 }
-                i += k - 1;
-            } else {
-                run_node(g, n);
             }
+            i += k - 1;
             profile_.mark(i + 1, stream_);
         }
     } else {
-        const size_t n_nodes = g.nodes().size();
-        for (size_t i = 0; i < n_nodes; ++i) {
-            if (size_t k = run_add_norm(g, i);
-                k || (k = run_rope_store(g, i)) || (k = run_matvec_group(g, i))) {
-                i += k - 1;
-                continue;
-            }
-            run_node(g, g.nodes()[i]);
-        }
+        for (size_t i = 0; i < g.nodes().size();) i += run_at(g, i);
     }
     for (const GraphTensor& t : g.tensors()) {
         if (t.role != TensorRole::Output) continue;
@@ -697,6 +691,22 @@ bool HipBackend::q8_for_next_matmul(const Graph& g, const Node& n) const {
            q8_scratch_.size() >= q8_act_bytes(x.cols(), x.rows());
 }
 
+size_t HipBackend::run_at(const Graph& g, size_t at) {
+    // A node other than a matmul may write what q8_scratch_ was quantised from.
+    if (g.nodes()[at].op != Op::MatMul) q8_src_ = nullptr;
+    if (size_t k = run_add_norm(g, at);
+        k || (k = run_rope_store(g, at)) || (k = run_matvec_group(g, at)))
+        return k;
+    run_node(g, g.nodes()[at]);
+    return 1;
+}
+
+void HipBackend::quantise_input(const float* x, int64_t rows, int64_t n_in) {
+    if (q8_src_ == x && q8_rows_ == rows && q8_cols_ == n_in) return;
+    launch_quantize_q8(x, n_in, rows, q8_scratch_.data(), stream_);
+    q8_src_ = x, q8_rows_ = rows, q8_cols_ = n_in;
+}
+
 size_t HipBackend::run_add_norm(const Graph& g, size_t at) {
     const auto& nodes = g.nodes();
     if (at + 1 >= nodes.size()) return 0;
@@ -767,11 +777,7 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
     for (int i = 0; i < n; ++i)
         if (m[i].out < x + rows * n_in && x < m[i].out + m[i].n_out * rows) return 0;
     if (!q8_matvec_supported(w0.type, n_in, w0.ne[1], rows)) return 0;
-    q8_src_ = q8_src_ == x && q8_rows_ == rows && q8_cols_ == n_in ? x : nullptr;
-    if (!q8_src_) {
-        launch_quantize_q8(x, n_in, rows, q8_scratch_.data(), stream_);
-        q8_src_ = x, q8_rows_ = rows, q8_cols_ = n_in;
-    }
+    quantise_input(x, rows, n_in);
     return launch_matvec_q8_parts(w0.type, m, n, n_in, q8_scratch_.data(), rows, stream_)
                ? size_t(n)
                : 0;
@@ -794,7 +800,6 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
     const GraphTensor& out = g.tensor(n.out);
     float* y = f32(n.out);
     const int64_t ne = out.n_elements();
-    if (n.op != Op::MatMul) q8_src_ = nullptr;
     switch (n.op) {
         case Op::Add:
         case Op::Mul:
@@ -843,10 +848,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             const int64_t rows = g.tensor(n.src[1]).rows(), n_in = w.desc.ne[0];
             if (q8_enabled_ && q8_scratch_.size() >= q8_act_bytes(n_in, rows) &&
                 q8_matvec_supported(w.desc.type, n_in, w.desc.ne[1], rows)) {
-                if (q8_src_ != x || q8_rows_ != rows || q8_cols_ != n_in) {
-                    launch_quantize_q8(x, n_in, rows, q8_scratch_.data(), stream_);
-                    q8_src_ = x, q8_rows_ = rows, q8_cols_ = n_in;
-                }
+                quantise_input(x, rows, n_in);
                 if (launch_matvec_q8(w.desc.type, w.dev, n_in, w.desc.ne[1], q8_scratch_.data(),
                                      rows, opt_f32(n.src[2]), y, stream_)) {
                     // An output over the input would make the quantised copy stale.
