@@ -98,6 +98,9 @@ class VulkanBackend final : public Backend {
     // rms_norm.comp's workgroup for a group length, and whether it takes its register path
     // (16-byte aligned rows of at most 32 floats per invocation).
     static uint32_t rms_workgroup(int64_t group);
+    // rms_norm.comp's VEC4 path: 16-byte loads (rows a multiple of 4, aligned addresses).
+    static bool rms_vec4(int64_t group, const Ref& x, const Ref& w, const Ref& y, const Ref& add_b,
+                         const Ref& add_s);
     bool rms_on_registers(int64_t group, const Ref& x, const Ref& w, const Ref& y, const Ref& add_b,
                           const Ref& add_s) const;
     size_t try_fuse_matvecs(const Graph& g, size_t at);
@@ -108,6 +111,11 @@ class VulkanBackend final : public Backend {
     // Where the q8 activations of a [T, n_in] input live: q8_buf_ from byte 0, int8 values
     // [T * n_in], then (d, s) [T * n_in / 32] at byte T * n_in.
     Ref q8_ref(int64_t n_in, int64_t T) const;
+    uint64_t q8_scales_address(int64_t n_in, int64_t T) const;  // the (d, s) pairs in q8_ref
+    // Whether two Refs share bytes of one buffer.
+    static bool overlap(const Ref& p, const Ref& q) {
+        return p.buffer == q.buffer && p.offset < q.offset + q.size && q.offset < p.offset + p.size;
+    }
     // Quantises x into q8_buf_ unless it already holds it (q8_src_).
     void quantize_q8(const Ref& x, int64_t n_in, int64_t T);
     // Grows q8_buf_ for the graph's q8 matmuls (before recording, like ensure_attention_partials).

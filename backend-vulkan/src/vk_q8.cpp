@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "vk_backend.h"
+#include "vk_grid.h"
 #include "vk_repack.h"
 
 namespace tandem::vk {
@@ -26,10 +27,6 @@ struct QuantPush {
 
 constexpr uint32_t kQ8Workgroup = 128;
 constexpr int64_t kQ8MaxTokens = 8;  // matvec_q8.comp's largest TOK
-
-uint32_t u32(int64_t v) {
-    return static_cast<uint32_t>(v);
-}
 
 }  // namespace
 
@@ -64,6 +61,10 @@ VulkanBackend::Ref VulkanBackend::q8_ref(int64_t n_in, int64_t T) const {
     return {kQ8Id, q8_buf_.address, 0, values + values / 4};
 }
 
+uint64_t VulkanBackend::q8_scales_address(int64_t n_in, int64_t T) const {
+    return q8_buf_.address + uint64_t(n_in * T);
+}
+
 void VulkanBackend::ensure_q8_buffer(const Graph& g) {
     if (!q8_) return;
     uint64_t need = 0;
@@ -84,7 +85,7 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
     if (q8_src_ == x.address && q8_src_cols_ == n_in && q8_src_rows_ == T) return;
     const Ref q = q8_ref(n_in, T);
     const auto n4 = u32(n_in * T / 4);
-    QuantPush p{x.address, x.address, x.address, q.address, q.address + uint64_t(n_in * T), n4};
+    QuantPush p{x.address, x.address, x.address, q.address, q8_scales_address(n_in, T), n4};
     dispatch("quantize_q8", {0u}, &p, sizeof p, (n4 + 255) / 256, 1, 1, {x}, {q});
     q8_src_ = x.address, q8_src_cols_ = n_in, q8_src_rows_ = T;
 }
@@ -116,7 +117,7 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
         if (k == 0) {
             const Ref bias = ref(g, first.src[2]);
             const WeightDesc& w = weight_desc(g, first.src[0]);
-            p.w = wr.address, p.xq = q.address, p.xd = q.address + uint64_t(n_in * T);
+            p.w = wr.address, p.xq = q.address, p.xd = q8_scales_address(n_in, T);
             p.y = y.address, p.bias = bias.buffer >= 0 ? bias.address : wr.address;
             p.n_in = u32(n_in), p.n_out = n_out, p.n_tok = u32(T);
             p.row_bytes = u32(row_bytes(w.type, uint64_t(w.ne[0])));
@@ -133,16 +134,13 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
                             ? 1u
                             : 0u;
     const uint64_t groups = (rows + q8_rows_ - 1) / q8_rows_;
-    const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, 32768));
-    const uint32_t gz = static_cast<uint32_t>((groups + 32767) / 32768);
     const Ref bias = n == 1 ? ref(g, first.src[2]) : Ref{};
-    dispatch("matvec_q8", {type, kQ8Workgroup, q8_rows_, tok, sg, uint32_t(n)}, &p, sizeof p, gx, 1,
-             gz, {q, bias}, {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
+    dispatch("matvec_q8", {type, kQ8Workgroup, q8_rows_, tok, sg, uint32_t(n)}, &p, sizeof p,
+             split_x(groups), 1, split_z(groups), {q, bias},
+             {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
     for (size_t k = 0; k < n; ++k)
-        if (outs[k].buffer == x.buffer && outs[k].offset < x.offset + x.size &&
-            x.offset < outs[k].offset + outs[k].size)
-            q8_src_ = 0;
+        if (overlap(outs[k], x)) q8_src_ = 0;
     return true;
 }
 
@@ -159,8 +157,7 @@ bool VulkanBackend::try_q8_producer(const Graph& g, size_t at) {
         if (((a.address | b.address | y.address) & 15) != 0 || b.buffer < 0) return false;
         const auto n4 = u32(cols * rows / 4);
         const uint32_t op = n.i[0] == int(Activation::Silu) ? 4u : 5u;  // eltwise.comp's ids
-        QuantPush p{a.address, b.address, y.address, q.address, q.address + uint64_t(cols * rows),
-                    n4};
+        QuantPush p{a.address, b.address, y.address, q.address, q8_scales_address(cols, rows), n4};
         dispatch("quantize_q8", {op}, &p, sizeof p, (n4 + 255) / 256, 1, 1, {a, b}, {y, q});
     } else if (n.op == Op::RmsNorm) {
         const Ref w = ref(g, n.src[1]);

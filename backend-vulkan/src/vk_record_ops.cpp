@@ -6,20 +6,11 @@
 #include "tandem/backend/collective.h"
 #include "tandem/common/error.h"
 #include "vk_backend.h"
+#include "vk_grid.h"
 
 namespace tandem::vk {
 namespace {
 
-constexpr uint32_t kSplit = 32768;  // shaders rebuild row = x + z * kSplit (x is capped)
-uint32_t split_x(uint64_t n) {
-    return static_cast<uint32_t>(std::min<uint64_t>(n, kSplit));
-}
-uint32_t split_z(uint64_t n) {
-    return static_cast<uint32_t>((n + kSplit - 1) / kSplit);
-}
-uint32_t u32(int64_t v) {
-    return static_cast<uint32_t>(v);
-}
 uint32_t eltwise_groups(uint64_t n) {
     return static_cast<uint32_t>(std::clamp<uint64_t>((n + 255) / 256, 1, 4096));
 }
@@ -214,11 +205,16 @@ size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
     return n;
 }
 
-bool VulkanBackend::rms_on_registers(int64_t group, const Ref& x, const Ref& w, const Ref& y,
-                                     const Ref& add_b, const Ref& add_s) const {
+bool VulkanBackend::rms_vec4(int64_t group, const Ref& x, const Ref& w, const Ref& y,
+                             const Ref& add_b, const Ref& add_s) {
     const uint64_t addresses = x.address | y.address | (w.buffer >= 0 ? w.address : 0) |
                                (add_b.buffer >= 0 ? add_b.address | add_s.address : 0);
-    return group % 4 == 0 && (addresses & 15) == 0 && uint64_t(group) <= rms_workgroup(group) * 32;
+    return group % 4 == 0 && (addresses & 15) == 0;
+}
+
+bool VulkanBackend::rms_on_registers(int64_t group, const Ref& x, const Ref& w, const Ref& y,
+                                     const Ref& add_b, const Ref& add_s) const {
+    return rms_vec4(group, x, w, y, add_b, add_s) && uint64_t(group) <= rms_workgroup(group) * 32;
 }
 
 uint32_t VulkanBackend::rms_workgroup(int64_t group) {
@@ -234,9 +230,7 @@ void VulkanBackend::record_rms_norm(const Ref& x, const Ref& w, const Ref& y, co
     const uint32_t wg = rms_workgroup(group);
     const uint32_t sg =
         pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && wg % pd_.subgroup_size == 0 ? 1 : 0;
-    const uint64_t addresses = x.address | y.address | (w.buffer >= 0 ? w.address : 0) |
-                               (add ? add_b.address | add_s.address : 0);
-    const uint32_t vec4 = group % 4 == 0 && (addresses & 15) == 0 ? 1 : 0;
+    const uint32_t vec4 = rms_vec4(group, x, w, y, add_b, add_s) ? 1 : 0;
     const Ref q = q8 ? q8_ref(group, int64_t(n_groups)) : Ref{};
     RmsPush p{x.address,
               w.buffer >= 0 ? w.address : x.address,
@@ -248,7 +242,7 @@ void VulkanBackend::record_rms_norm(const Ref& x, const Ref& w, const Ref& y, co
               eps,
               w.buffer >= 0 ? 1u : 0u,
               q8 ? q.address : 0,
-              q8 ? q.address + uint64_t(group) * n_groups : 0};
+              q8 ? q8_scales_address(group, int64_t(n_groups)) : 0};
     dispatch("rms_norm", {wg, sg, vec4, add ? 1u : 0u, q8 ? 1u : 0u}, &p, sizeof p,
              split_x(n_groups), split_z(n_groups), 1, {x, w, add_b}, {y, add_s, q});
 }
@@ -267,9 +261,6 @@ bool VulkanBackend::try_fuse_add_norm(const Graph& g, size_t at) {
     if (norm.i[0] > 0 && norm.i[0] != out.cols()) return false;
     const Ref a = ref(g, add.src[0]), b = ref(g, add.src[1]), s = ref(g, add.out);
     const Ref y = ref(g, norm.out), w = ref(g, norm.src[1]);
-    auto overlap = [](const Ref& p, const Ref& q) {
-        return p.buffer == q.buffer && p.offset < q.offset + q.size && q.offset < p.offset + p.size;
-    };
     const int64_t group = out.cols();
     const uint64_t n_groups = uint64_t(out.rows());
     // On the register path a workgroup has read its whole row (all its loads feed the sum
@@ -358,7 +349,7 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
         CombinePush cp{part.address,       y.address,
                        u32(out.rows()),    u32(n.i[0]),
                        u32(n.i[2]),        S,
-                       q8 ? q.address : 0, q8 ? q.address + uint64_t(out.cols() * out.rows()) : 0};
+                       q8 ? q.address : 0, q8 ? q8_scales_address(out.cols(), out.rows()) : 0};
         const uint32_t sg = pd_.subgroup_arithmetic ? 1u : 0u;
         dispatch("attention_combine", {q8 ? 1u : 0u, sg}, &cp, sizeof cp, split_x(heads),
                  split_z(heads), 1, {part}, {y, q});
