@@ -58,7 +58,8 @@ inline unsigned __float_as_uint(float f) {
 namespace tandem::test {
 namespace {
 
-const DType kQ8Types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const std::vector<DType> kQ8Types = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
+                                     DType::Q6_K};
 
 // The matvec's items run on the host over every row: out[t, o] for T <= 8 tokens.
 template <DType T>
@@ -198,17 +199,7 @@ TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
     ::unsetenv("TANDEM_HIP_Q8");
     if (!hip)
         GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
-    for (DType t : kQ8Types) {
-        QuantWeight w(t, {512, 21, 1}, 9);
-        auto x = random_floats(512 * 3, 4);
-        OpGraph g;
-        std::vector<float> y;
-        g.node(Op::MatMul, g.output(y, 21, 3), {g.weight(*hip, w), g.input(x.data(), 512, 3)});
-        g.run(*hip);
-        EXPECT_LT(
-            reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matmul(w, x, 3)),
-            1e-10);
-    }
+    expect_f32_activations(*hip, kQ8Types, 1e-10);
 }
 
 // (cols, tokens, weight type, add): registers only, partial warps (192: 48 float4s), the

@@ -66,6 +66,22 @@ inline void expect_q8_matvecs_sharing_an_input(Backend& b) {
     }
 }
 
+// With the q8 path switched off (by the caller, when it created b) the decode matmul of each of
+// `types` keeps f32 activations: the double product within rounding (`bound`), 3 tokens.
+inline void expect_f32_activations(Backend& b, const std::vector<DType>& types, double bound) {
+    for (DType t : types) {
+        QuantWeight w(t, {512, 21, 1}, 9);
+        auto x = random_floats(512 * 3, 4);
+        OpGraph g;
+        std::vector<float> y;
+        g.node(Op::MatMul, g.output(y, 21, 3), {g.weight(b, w), g.input(x.data(), 512, 3)});
+        g.run(b);
+        EXPECT_LT(
+            reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matmul(w, x, 3)),
+            bound);
+    }
+}
+
 // A gated activation (SiLU, GELU) feeding the down projection: an 8B model's FFN width, a
 // partial last block of threads (192 x 3; HIP takes Q4_0 rows in pairs of blocks), several
 // tokens. Its f32 output is checked against the double

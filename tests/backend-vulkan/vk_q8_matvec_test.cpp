@@ -15,7 +15,7 @@
 namespace tandem::test {
 namespace {
 
-const DType kQ8Types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
+const std::vector<DType> kQ8Types = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K};
 
 // Skips (returns false) on a device whose matvec keeps f32 activations: a Q8_0 product whose
 // q8 rounding is far from the f32 one tells the two apart.
@@ -88,17 +88,7 @@ TEST(VulkanQ8Matvec, InputReusedThenRequantisedAfterItChanges) {
 TEST(VulkanQ8Matvec, SwitchedOffKeepsF32Activations) {
     ScopedEnv off("TANDEM_VK_Q8", "0");
     TANDEM_VULKAN_OR_SKIP(vk);
-    for (DType t : kQ8Types) {
-        QuantWeight w(t, {512, 21, 1}, 9);
-        auto x = random_floats(512 * 3, 4);
-        OpGraph g;
-        std::vector<float> y;
-        g.node(Op::MatMul, g.output(y, 21, 3), {g.weight(*vk, w), g.input(x.data(), 512, 3)});
-        g.run(*vk);
-        EXPECT_LT(
-            reported_nmse(std::string(dtype_name(t)) + " f32 activations", y, ref_matmul(w, x, 3)),
-            1e-9);
-    }
+    expect_f32_activations(*vk, kQ8Types, 1e-9);
 }
 
 // The norm (alone, or after a residual add in the same dispatch) quantises its own output for
