@@ -63,7 +63,6 @@ void q4_0_bytes(uvec4 q, out uvec4 lo, out uvec4 hi) {
 }
 shared float red[TOK * WG];
 shared bool last_group;
-const uint NREG = 8u;  // vec4 registers per invocation for the norm: rows up to WG * 32
 
 uint items_per_row() {
     return TYPE == T_Q6_K ? p.n_in / 16u : TYPE == T_Q6_KR ? p.n_in / 64u : p.n_in / 32u;
@@ -252,36 +251,14 @@ void norm_tail(uint tid, uint nt) {
     const uint n4 = p.n_out / 4u;
     SharedVec4s sum = SharedVec4s(p.e1);
     Vec4s nw = Vec4s(p.e2), normed = Vec4s(p.e3);
-    const float eps = uintBitsToFloat(p.u0);
     for (uint t = 0u; t < nt; ++t) {
-        if (n4 <= WG * NREG) {
-            // All loads of the row issued at once (one trip to L2, not one per vec4), kept in
-            // registers for the scaling.
-            vec4 v[NREG];
-            [[unroll]] for (uint k = 0u; k < NREG; ++k) {
-                const uint i = tid + k * WG;
-                v[k] = i < n4 ? sum.v[t * n4 + i] : vec4(0.0);
-            }
-            float ss = 0.0;
-            [[unroll]] for (uint k = 0u; k < NREG; ++k) ss += dot(v[k], v[k]);
-            const float scale = inversesqrt(workgroup_sum(ss, tid) / float(p.n_out) + eps);
-            [[unroll]] for (uint k = 0u; k < NREG; ++k) {
-                const uint i = tid + k * WG, at = t * n4 + i;
-                vec4 o = vec4(0.0);
-                if (i < n4) {
-                    o = p.u1 != 0u ? v[k] * scale * nw.v[i] : v[k] * scale;
-                    normed.v[at] = o;
-                }
-                if (EPI == 2u) q8_store_vec4(o, at, i < n4, p.xq, Vec2s(p.e5));
-            }
-            continue;
-        }
         float ss = 0.0;
         for (uint i = tid; i < n4; i += WG) {
             const vec4 v = sum.v[t * n4 + i];
             ss += dot(v, v);
         }
-        const float scale = inversesqrt(workgroup_sum(ss, tid) / float(p.n_out) + eps);
+        const float scale = inversesqrt(workgroup_sum(ss, tid) / float(p.n_out) +
+                                        uintBitsToFloat(p.u0));
         for (uint i0 = 0u; i0 < n4; i0 += WG) {
             const uint i = i0 + tid, at = t * n4 + i;
             vec4 v = vec4(0.0);
