@@ -193,7 +193,6 @@ class VulkanBackend final : public Backend {
     // after pp512, tok/s for 1 / 2 / 4 / 8 rows) gave 291 / 309 / 300 / 284.
     bool q8_ = false;
     uint32_t q8_rows_ = 2;
-    bool epilogue_ = true;  // matvec_q8's fused add + norm (TANDEM_VK_EPI=0: off, for comparisons)
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;
     // The step's commands go into cbs_ (allocated once, reused by every step): cb_ is the one

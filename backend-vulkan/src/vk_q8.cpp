@@ -181,7 +181,7 @@ VulkanBackend::Ref VulkanBackend::next_counter() {
 size_t VulkanBackend::try_fuse_matvec_add_norm(const Graph& g, size_t at) {
     const std::vector<Node>& nodes = g.nodes();
     const Node& m = nodes[at];
-    if (!q8_ || !fuse_ || !epilogue_ || m.op != Op::MatMul || !counters_.buffer) return 0;
+    if (!q8_ || !fuse_ || m.op != Op::MatMul || !counters_.buffer) return 0;
     size_t k = at + 1;
     const bool one_rank = !collective_ || collective_->n_ranks() <= 1;
     if (k < nodes.size() && nodes[k].op == Op::AllReduce && nodes[k].src[0] == m.out &&
