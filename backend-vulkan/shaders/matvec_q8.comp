@@ -10,10 +10,6 @@
 // weight, so the kernel is bound by memory, not by issue. The activations are read from memory
 // (L1-resident: 4.5 KB per 4096 values), not staged. PARTS = 2, 3: as matvec.comp (q/k/v,
 // gate/up in one dispatch).
-// EPI = 1, 2: the residual add and the RMSNorm after the matmul (o and down projections) in the
-// same dispatch: every workgroup writes sum = resid + y for its rows, and the last workgroup to
-// finish (a device-scope counter) normalises the whole sum (and with EPI = 2 quantises it for
-// the next matmul) - one dispatch stage less, the norm's launch and barrier gone.
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_EXT_spirv_intrinsics : require
@@ -27,19 +23,11 @@ layout(constant_id = 2) const uint ROWS = 4;
 layout(constant_id = 3) const uint TOK = 1;
 layout(constant_id = 4) const uint SUBGROUP_ADD = 0;  // 1: TPR is a multiple of the subgroup size
 layout(constant_id = 5) const uint PARTS = 1;
-layout(constant_id = 6) const uint EPI = 0;  // 1: + residual add and RMSNorm, 2: and its q8
 layout(push_constant) uniform P {
     Uints w; Uints xq; Vec2s xd; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
-    // PARTS > 1: w1, w2, y1, y2, n_out1, n_out2 (the second and third matrix).
-    // EPI > 0: resid, sum, norm weight, normed, counter, normed's q8 (d, s); eps, has weight.
-    Uints e0; Uints e1; Uints e2; Uints e3; Uints e4; Uints e5; uint u0; uint u1;
+    Uints w1; Uints w2; Floats y1; Floats y2; uint n_out1; uint n_out2;  // PARTS > 1 only
 } p;
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
-// The sum as the last workgroup reads it: written by other workgroups in this dispatch.
-layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer SharedVec4s {
-    vec4 v[];
-};
 
 // OpSDot with PackedVectorFormat4x8Bit: the sum of the four signed byte products of a and b.
 spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6018, 6019],
@@ -62,7 +50,6 @@ void q4_0_bytes(uvec4 q, out uvec4 lo, out uvec4 hi) {
                minus8((q.w >> 4) & M4));
 }
 shared float red[TOK * WG];
-shared bool last_group;
 
 uint items_per_row() {
     return TYPE == T_Q6_K ? p.n_in / 16u : TYPE == T_Q6_KR ? p.n_in / 64u : p.n_in / 32u;
@@ -210,69 +197,6 @@ void item(Uints w, uint ro, uint it, inout float acc[TOK]) {
     }
 }
 
-void store(Floats y, uint i, float v) {
-    y.v[i] = v;
-    if (EPI != 0u) Floats(p.e1).v[i] = Floats(p.e0).v[i] + v;
-}
-
-float workgroup_sum(float v, uint tid) {
-    barrier();  // red[] may still be read by the previous sum
-    if (SUBGROUP_ADD != 0u) {
-        v = subgroupAdd(v);
-        if (subgroupElect()) red[gl_SubgroupID] = v;
-        barrier();
-        float s = 0.0;
-        for (uint i = 0u; i < gl_NumSubgroups; ++i) s += red[i];
-        return s;
-    }
-    red[tid] = v;
-    barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1) {
-        if (tid < s) red[tid] += red[tid + s];
-        barrier();
-    }
-    return red[0];
-}
-
-// EPI: after every workgroup's sums are out, the last one normalises each token's whole sum
-// row into `normed` (and its q8 blocks: n_out % 32 == 0, 8 | subgroup size) and re-arms the
-// counter for the next step. The sums are made visible before the counter moves (memory
-// barrier, then the atomic), and read back through `coherent` loads.
-void norm_tail(uint tid, uint nt) {
-    memoryBarrierBuffer();
-    barrier();
-    if (tid == 0u) {
-        const uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z;
-        last_group = atomicAdd(p.e4.v[0], 1u) == groups - 1u;
-    }
-    barrier();
-    if (!last_group) return;  // uniform: a shared value
-    memoryBarrierBuffer();
-    const uint n4 = p.n_out / 4u;
-    SharedVec4s sum = SharedVec4s(p.e1);
-    Vec4s nw = Vec4s(p.e2), normed = Vec4s(p.e3);
-    for (uint t = 0u; t < nt; ++t) {
-        float ss = 0.0;
-        for (uint i = tid; i < n4; i += WG) {
-            const vec4 v = sum.v[t * n4 + i];
-            ss += dot(v, v);
-        }
-        const float scale = inversesqrt(workgroup_sum(ss, tid) / float(p.n_out) +
-                                        uintBitsToFloat(p.u0));
-        for (uint i0 = 0u; i0 < n4; i0 += WG) {
-            const uint i = i0 + tid, at = t * n4 + i;
-            vec4 v = vec4(0.0);
-            if (i < n4) {
-                v = sum.v[at] * scale;
-                if (p.u1 != 0u) v *= nw.v[i];
-                normed.v[at] = v;
-            }
-            if (EPI == 2u) q8_store_vec4(v, at, i < n4, p.xq, Vec2s(p.e5));
-        }
-    }
-    if (tid == 0u) p.e4.v[0] = 0u;
-}
-
 void main() {
     const uint tid = gl_LocalInvocationID.x, r = tid / TPR, lane = tid % TPR;
     uint o = (gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u) * ROWS + r;
@@ -281,14 +205,14 @@ void main() {
     Floats y = p.y;
     if (PARTS > 1u && o >= n_out) {
         o -= n_out;
-        n_out = p.u0;
-        w = p.e0;
-        y = Floats(p.e2);
+        n_out = p.n_out1;
+        w = p.w1;
+        y = p.y1;
         if (PARTS > 2u && o >= n_out) {
             o -= n_out;
-            n_out = p.u1;
-            w = p.e1;
-            y = Floats(p.e3);
+            n_out = p.n_out2;
+            w = p.w2;
+            y = p.y2;
         }
     }
     const uint nt = min(TOK, p.n_tok);
@@ -318,7 +242,7 @@ void main() {
             float s = 0.0;
             for (uint j = 0u; j < per_row; ++j) s += red[k * WG + r * per_row + j];
             if (p.has_bias != 0u) s += p.bias.v[o];
-            store(y, k * n_out + o, s);
+            y.v[k * n_out + o] = s;
         }
     } else {
         [[unroll]] for (uint k = 0u; k < TOK; ++k) red[k * WG + tid] = acc[k];
@@ -331,8 +255,7 @@ void main() {
         for (uint k = lane; k < nt && live; k += TPR) {
             float s = red[k * WG + r * TPR];
             if (p.has_bias != 0u) s += p.bias.v[o];
-            store(y, k * n_out + o, s);
+            y.v[k * n_out + o] = s;
         }
     }
-    if (EPI != 0u) norm_tail(tid, nt);
 }

@@ -96,7 +96,6 @@ VulkanBackend::~VulkanBackend() {
     ctx_->destroy(collective_buf_);
     ctx_->destroy(attn_part_);
     ctx_->destroy(q8_buf_);
-    ctx_->destroy(counters_);
     pipelines_.reset();
 }
 
@@ -370,9 +369,6 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
             if (try_fuse_add_norm(g, i)) {
                 ++i;
                 if (profiler_) profiler_->mark(cb_, "add+rms_norm");
-            } else if (const size_t epi = try_fuse_matvec_add_norm(g, i); epi > 0) {
-                if (profiler_) profiler_->mark(cb_, node_label(g, n) + "+add+rms_norm");
-                i += epi - 1;
             } else if (const size_t fused = try_fuse_matvecs(g, i); fused > 1) {
                 if (profiler_)
                     profiler_->mark(cb_, node_label(g, n) + " x" + std::to_string(fused));

@@ -17,7 +17,7 @@ namespace tandem::vk {
 
 // Buffer ids for hazard tracking; weights are never written, so they never need a barrier.
 inline constexpr int kScratchId = 0, kIoId = 1, kMoeId = 2, kCollectiveId = 3, kAttnPartId = 4,
-                     kQ8Id = 5, kCounterId = 6, kKvId0 = 16, kWeightId0 = 1 << 20;
+                     kQ8Id = 5, kKvId0 = 16, kWeightId0 = 1 << 20;
 // The step parameters the shaders read (instead of push constants, so recorded commands stay
 // valid for every step): at byte 0 of the io buffer, written by the host before each submit.
 struct StepParams {
@@ -120,21 +120,9 @@ class VulkanBackend final : public Backend {
     void quantize_q8(const Ref& x, int64_t n_in, int64_t T);
     // Grows q8_buf_ for the graph's q8 matmuls (before recording, like ensure_attention_partials).
     void ensure_q8_buffer(const Graph& g);
-    // The residual add and RMSNorm a matvec_q8 dispatch does after its matmul (EPI): sum =
-    // resid + y, normed = rms_norm(sum) * norm_w [T, n_out], and its q8 when q8.
-    struct NormEpilogue {
-        Ref resid, sum, norm_w, normed;
-        int64_t n_out;
-        float eps;
-        bool q8;
-    };
     // The MatMul nodes (1-3 reading one input, without bias when more than one) as one
-    // matvec_q8 dispatch; false (nothing recorded) when they cannot take the q8 path. epi: with
-    // that epilogue (one matmul).
-    bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
-                          const NormEpilogue* epi = nullptr);
-    size_t try_fuse_matvec_add_norm(const Graph& g, size_t at);
-    Ref next_counter();  // a zeroed slot of counters_ for one dispatch
+    // matvec_q8 dispatch; false (nothing recorded) when they cannot take the q8 path.
+    bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n);
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
@@ -217,8 +205,6 @@ class VulkanBackend final : public Backend {
     Buffer scratch_, io_, moe_h_, collective_buf_;
     Buffer attn_part_;  // split-K attention partials (counted in other_bytes())
     Buffer q8_buf_;     // decode matvec activations as int8 (counted in other_bytes())
-    Buffer counters_;   // last-workgroup counters (matvec_q8's EPI), zero between dispatches
-    uint64_t counter_next_ = 0;
     // What q8_buf_ holds while a step is recorded: the address of the input it quantises (0:
     // nothing usable), reset by every node that is not a MatMul.
     uint64_t q8_src_ = 0;

@@ -202,65 +202,6 @@ inline void expect_add_then_rms_norm(Backend& b) {
     }
 }
 
-// A matmul (the o / down projection), the one-rank AllReduce of its output, the residual add
-// and the RMSNorm of the sum, then a matmul of the norm: what the GPU backends run as one
-// dispatch whose last workgroup does the norm (and its q8). Decode and prefill token counts,
-// a sum row shorter than a workgroup's reach, a norm without weight and one that no q8 matmul
-// reads next, and a row length the fused kernel does not take (not a multiple of 32). The sum
-// against the double product over the q8 input, the norm against the double norm of the sum
-// as returned, the next matmul against the q8 rounding of the norm as returned.
-inline void expect_matmul_add_norm(Backend& b) {
-    struct Case {
-        int64_t n_in, n_out, T;
-        DType w1, w2;
-        bool norm_weight, all_reduce, next_matmul;
-    };
-    for (const Case& c : {Case{4096, 4096, 1, DType::Q4_0, DType::Q4_0, true, true, true},
-                          Case{1024, 4096, 3, DType::Q6_K, DType::Q8_0, true, false, true},
-                          Case{512, 96, 8, DType::Q4_K, DType::Q4_0, false, true, true},
-                          Case{2048, 512, 2, DType::Q8_0, DType::Q4_0, true, true, false},
-                          Case{256, 100, 1, DType::Q4_0, DType::F16, true, true, false}}) {
-        const int64_t T = c.T;
-        auto x = random_floats(size_t(c.n_in * T), uint32_t(c.n_in + c.n_out + T), -1, 1);
-        auto r = random_floats(size_t(c.n_out * T), uint32_t(c.n_out + 2 * T), -3, 3);
-        QuantWeight w1(c.w1, {c.n_in, c.n_out, 1}, 11), w2(c.w2, {c.n_out, 37, 1}, 12);
-        QuantWeight nw(DType::F32, {c.n_out, 1, 1}, 13);
-        std::vector<float> sum, normed, y;
-        OpGraph g;
-        const TensorId o = g.g.activation("o", c.n_out, T);
-        const TensorId s = g.g.activation("resid", c.n_out, T);
-        const TensorId n = g.g.activation("normed", c.n_out, T);
-        g.node(Op::MatMul, o, {g.weight(b, w1), g.input(x.data(), c.n_in, T)});
-        if (c.all_reduce) g.node(Op::AllReduce, o, {o});
-        g.node(Op::Add, s, {g.input(r.data(), c.n_out, T), o});
-        if (c.norm_weight)
-            g.node(Op::RmsNorm, n, {s, g.weight(b, nw)}, {0, 0, 0, 0}, {1e-5f, 0});
-        else
-            g.node(Op::RmsNorm, n, {s}, {0, 0, 0, 0}, {1e-5f, 0});
-        if (c.next_matmul) g.node(Op::MatMul, g.output(y, 37, T), {g.weight(b, w2), n});
-        g.node(Op::Copy, g.output(sum, c.n_out, T), {s});
-        g.node(Op::Copy, g.output(normed, c.n_out, T), {n});
-        g.run(b);
-        std::vector<double> sum_ref = ref_matmul(w1, q8_activations(x), T);
-        for (size_t i = 0; i < sum_ref.size(); ++i) sum_ref[i] += r[i];
-        const std::vector<float> ones(size_t(c.n_out), 1.0f);
-        const std::string what = "matmul+add+norm " + std::to_string(c.n_in) + "->" +
-                                 std::to_string(c.n_out) + " T=" + std::to_string(T) + " " +
-                                 std::string(dtype_name(c.w1));
-        EXPECT_LT(reported_nmse(what + " sum", sum, sum_ref), 1e-10) << what;
-        EXPECT_LT(reported_nmse(what + " norm", normed,
-                                ref_rms_norm(sum, c.norm_weight ? nw.values : ones, c.n_out, T)),
-                  1e-11)
-            << what;
-        if (c.next_matmul) {
-            EXPECT_LT(
-                reported_nmse(what + " next matmul", y, ref_matmul(w2, q8_activations(normed), T)),
-                1e-10)
-                << what;
-        }
-    }
-}
-
 // A Rope whose output the next node stores into the KV cache (which the GPU backends do in the
 // rope's own launch): the roped rows and the cache rows n_past.. against the CPU backend, in
 // both rope modes, with a partial rotary dimension, into an f32 cache (read back whole rows)

@@ -4,8 +4,7 @@
 // quantiser rounds them, 1-8 tokens, odd row counts, rows per workgroup, q/k/v fused into one
 // dispatch, an input quantised once for two matmuls and again after it changes, and the RMSNorm
 // (alone and after a residual add), gated activation and split-K attention before a matmul
-// leaving its q8 activations themselves, and the matmul, residual add and norm as one dispatch.
-// TANDEM_VK_Q8=0 keeps f32 activations (exact).
+// leaving its q8 activations themselves. TANDEM_VK_Q8=0 keeps f32 activations (exact).
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -103,14 +102,6 @@ TEST(VulkanQ8Matvec, RmsNormQuantisesForTheMatmulAfterIt) {
                                                             {2304, 2, DType::Q6_K, true},
                                                             {1024, 8, DType::Q8_0, false},
                                                             {12288, 1, DType::Q4_K, true}});
-}
-
-// The o / down projection, the residual add and the next norm (+ its q8) as one dispatch whose
-// last workgroup normalises (matvec_q8.comp EPI), on repeated steps (the counter re-arms).
-TEST(VulkanQ8Matvec, MatmulAddNormInOneDispatch) {
-    TANDEM_VULKAN_OR_SKIP(vk);
-    TANDEM_Q8_OR_SKIP(vk);
-    for (int step = 0; step < 2; ++step) expect_matmul_add_norm(*vk);
 }
 
 TEST(VulkanQ8Matvec, GatedActQuantisesForTheMatmulAfterIt) {
