@@ -10,6 +10,10 @@
 // weight, so the kernel is bound by memory, not by issue. The activations are read from memory
 // (L1-resident: 4.5 KB per 4096 values), not staged. PARTS = 2, 3: as matvec.comp (q/k/v,
 // gate/up in one dispatch).
+// ROPE (PARTS = 3: q, k, v): the rotary embedding of q and k and the KV cache stores done here,
+// not by a dispatch stage of their own: a workgroup's rows are whole rotation pairs (adjacent
+// rows, or rows j and j + head_dim / 2 in NeoX mode), so it rotates its own results; q goes
+// to y (the roped q), k and v to the caches' rows n_past.. (f16 as whole 32-bit words).
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_EXT_spirv_intrinsics : require
@@ -23,10 +27,14 @@ layout(constant_id = 2) const uint ROWS = 4;
 layout(constant_id = 3) const uint TOK = 1;
 layout(constant_id = 4) const uint SUBGROUP_ADD = 0;  // 1: TPR is a multiple of the subgroup size
 layout(constant_id = 5) const uint PARTS = 1;
+layout(constant_id = 6) const uint ROPE = 0;
 layout(push_constant) uniform P {
     Uints w; Uints xq; Vec2s xd; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
     Uints w1; Uints w2; Floats y1; Floats y2; uint n_out1; uint n_out2;  // PARTS > 1 only
+    // ROPE: y1 / y2 are the K / V caches, `bias` the step parameters (n_past at word 0) with the
+    // cos/sin table at byte rope_table; rope_params = head_dim | NeoX << 16 | f16 cache << 17.
+    uint rope_table; uint rope_params;
 } p;
 
 // OpSDot with PackedVectorFormat4x8Bit: the sum of the four signed byte products of a and b.
@@ -50,6 +58,65 @@ void q4_0_bytes(uvec4 q, out uvec4 lo, out uvec4 hi) {
                minus8((q.w >> 4) & M4));
 }
 shared float red[TOK * WG];
+shared float fin[TOK * ROWS];  // ROPE: the workgroup's results, then rotated
+
+// ROPE: the row (within q or k) of index idx of the part, NeoX mode: a workgroup's ROWS / 2
+// rotation pairs j0.. of one head take slots 0..ROWS/2-1 (rows j) and the rest (j + hd/2).
+uint rope_row(uint idx) {
+    if ((p.rope_params & 0x10000u) == 0u) return idx;
+    const uint hd = p.rope_params & 0xFFFFu, half_hd = hd / 2u, m = ROWS / 2u;
+    const uint s = idx % ROWS, pair0 = (idx / ROWS) * m;
+    return (pair0 / half_hd) * hd + pair0 % half_hd + (s < m ? s : s - m + half_hd);
+}
+
+// ROPE: rotates (parts 0, 1) and stores the workgroup's results fin[k * ROWS + slot] (rows
+// rope_row(base + slot), or base + slot in part 2) for the nt tokens; every invocation calls
+// it (barriers), `live` is uniform.
+void rope_store(uint tid, uint nt, uint part, uint base, bool live) {
+    const uint hd = p.rope_params & 0xFFFFu, half_hd = hd / 2u, m = ROWS / 2u;
+    const bool neox = (p.rope_params & 0x10000u) != 0u, f16 = (p.rope_params & 0x20000u) != 0u;
+    const uint n_past = Uints(p.bias).v[0];
+    const uint NQ = (TOK * ROWS + WG - 1u) / WG;
+    barrier();  // fin[] complete
+    float rotated[NQ];
+    [[unroll]] for (uint q = 0u; q < NQ; ++q) {
+        const uint idx = tid + q * WG, k = idx / ROWS, slot = idx % ROWS;
+        float v = 0.0;
+        if (idx < nt * ROWS) v = fin[idx];
+        if (idx < nt * ROWS && part < 2u) {
+            const uint row = rope_row(base + slot), e = row % hd;
+            const uint ps = neox ? (slot < m ? slot + m : slot - m) : slot ^ 1u;
+            const float pv = fin[k * ROWS + ps];
+            const uint i = neox ? e % half_hd : e / 2u;
+            const bool second = neox ? e >= half_hd : (e & 1u) != 0u;
+            const uint tb = (p.rope_table >> 2) + (k * half_hd + i) * 2u;
+            const float c = p.bias.v[tb], sn = p.bias.v[tb + 1u];
+            v = second ? pv * sn + v * c : v * c - pv * sn;
+        }
+        rotated[q] = v;
+    }
+    barrier();  // every partner read
+    [[unroll]] for (uint q = 0u; q < NQ; ++q) {
+        const uint idx = tid + q * WG;
+        if (idx < nt * ROWS) fin[idx] = rotated[q];
+    }
+    barrier();
+    for (uint idx = tid; idx < nt * ROWS && live; idx += WG) {
+        const uint k = idx / ROWS, slot = idx % ROWS;
+        const uint row = part < 2u ? rope_row(base + slot) : base + slot;
+        if (part == 0u) {
+            p.y.v[k * p.n_out + row] = fin[idx];
+        } else {
+            const uint width = part == 1u ? p.n_out1 : p.n_out2;
+            Uints cache = Uints(part == 1u ? p.y1 : p.y2);
+            const uint at = (n_past + k) * width + row;
+            if (!f16)
+                cache.v[at] = floatBitsToUint(fin[idx]);
+            else if ((slot & 1u) == 0u)  // rows row, row + 1 are slots slot, slot + 1
+                cache.v[at / 2u] = packHalf2x16(vec2(fin[idx], fin[idx + 1u]));
+        }
+    }
+}
 
 uint items_per_row() {
     return TYPE == T_Q6_K ? p.n_in / 16u : TYPE == T_Q6_KR ? p.n_in / 64u : p.n_in / 32u;
@@ -200,7 +267,7 @@ void item(Uints w, uint ro, uint it, inout float acc[TOK]) {
 void main() {
     const uint tid = gl_LocalInvocationID.x, r = tid / TPR, lane = tid % TPR;
     uint o = (gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u) * ROWS + r;
-    uint n_out = p.n_out;
+    uint n_out = p.n_out, part = 0u;
     Uints w = p.w;
     Floats y = p.y;
     if (PARTS > 1u && o >= n_out) {
@@ -208,13 +275,17 @@ void main() {
         n_out = p.n_out1;
         w = p.w1;
         y = p.y1;
+        part = 1u;
         if (PARTS > 2u && o >= n_out) {
             o -= n_out;
             n_out = p.n_out2;
             w = p.w2;
             y = p.y2;
+            part = 2u;
         }
     }
+    const uint base = o - r;  // the workgroup's first index in its part
+    if (ROPE != 0u && part < 2u && o < n_out) o = rope_row(o);
     const uint nt = min(TOK, p.n_tok);
     const bool live = o < n_out;
     const uint ro = live ? o * p.row_bytes : 0u;
@@ -242,7 +313,10 @@ void main() {
             float s = 0.0;
             for (uint j = 0u; j < per_row; ++j) s += red[k * WG + r * per_row + j];
             if (p.has_bias != 0u) s += p.bias.v[o];
-            y.v[k * n_out + o] = s;
+            if (ROPE != 0u)
+                fin[k * ROWS + r] = s;
+            else
+                y.v[k * n_out + o] = s;
         }
     } else {
         [[unroll]] for (uint k = 0u; k < TOK; ++k) red[k * WG + tid] = acc[k];
@@ -255,7 +329,11 @@ void main() {
         for (uint k = lane; k < nt && live; k += TPR) {
             float s = red[k * WG + r * TPR];
             if (p.has_bias != 0u) s += p.bias.v[o];
-            y.v[k * n_out + o] = s;
+            if (ROPE != 0u)
+                fin[k * ROWS + r] = s;
+            else
+                y.v[k * n_out + o] = s;
         }
     }
+    if (ROPE != 0u) rope_store(tid, nt, part, base, live);
 }

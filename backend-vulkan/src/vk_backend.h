@@ -122,7 +122,16 @@ class VulkanBackend final : public Backend {
     void ensure_q8_buffer(const Graph& g);
     // The MatMul nodes (1-3 reading one input, without bias when more than one) as one
     // matvec_q8 dispatch; false (nothing recorded) when they cannot take the q8 path.
-    bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n);
+    // rope: q/k/v with their rotary embedding and KV stores (matvec_q8.comp ROPE).
+    struct QkvRope {
+        Ref q_rope, k_cache, v_cache;
+        uint32_t table_offset;  // the cos/sin table in io_
+        uint32_t params;        // head_dim | NeoX << 16 | f16 cache << 17
+        uint32_t rows;          // rows per workgroup: whole rotation pairs
+    };
+    bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
+                          const QkvRope* rope = nullptr);
+    bool qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const;
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
@@ -181,6 +190,8 @@ class VulkanBackend final : public Backend {
     // after pp512, tok/s for 1 / 2 / 4 / 8 rows) gave 291 / 309 / 300 / 284.
     bool q8_ = false;
     uint32_t q8_rows_ = 2;
+    // q/k/v's matvec ropes and stores into the KV cache itself (TANDEM_VK_QKV_ROPE=0: off).
+    bool q8_rope_ = true;
     std::unique_ptr<Context> ctx_;
     std::unique_ptr<Pipelines> pipelines_;
     // The step's commands go into cbs_ (allocated once, reused by every step): cb_ is the one

@@ -3,6 +3,7 @@
 // the matmul), and its dispatch.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "vk_backend.h"
 #include "vk_grid.h"
@@ -16,8 +17,9 @@ struct Q8MatPush {
     uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
     uint64_t w1, w2, y1, y2;  // PARTS > 1
     uint32_t n_out1, n_out2;
+    uint32_t rope_table, rope_params;  // ROPE: see QkvRope
 };
-static_assert(offsetof(Q8MatPush, w1) == 64 && sizeof(Q8MatPush) == 104);
+static_assert(offsetof(Q8MatPush, w1) == 64 && sizeof(Q8MatPush) == 112);
 static_assert(sizeof(Q8MatPush) <= kPushConstantBytes);
 
 struct QuantPush {
@@ -90,8 +92,10 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
     q8_src_ = x.address, q8_src_cols_ = n_in, q8_src_rows_ = T;
 }
 
-bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, size_t n) {
+bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
+                                     const QkvRope* rope) {
     const Node& first = *mats[0];
+    if (rope && n != 3) return false;
     const GraphTensor& xt = g.tensor(first.src[1]);
     const int64_t T = xt.rows(), n_in = xt.cols();
     const Ref x = ref(g, first.src[1]);
@@ -128,19 +132,71 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
             p.w2 = wr.address, p.y2 = y.address, p.n_out2 = n_out;
         }
     }
+    const uint32_t wg_rows = rope ? rope->rows : q8_rows_;
+    if (rope) {
+        p.y = rope->q_rope.address, p.y1 = rope->k_cache.address, p.y2 = rope->v_cache.address;
+        p.bias = io_.address, p.has_bias = 0;
+        p.rope_table = rope->table_offset, p.rope_params = rope->params;
+        outs[0] = rope->q_rope, outs[1] = rope->k_cache, outs[2] = rope->v_cache;
+    }
     const uint32_t tok = T == 1 ? 1 : T == 2 ? 2 : T <= 4 ? 4 : 8;
     const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&
-                                (kQ8Workgroup / q8_rows_) % pd_.subgroup_size == 0
+                                (kQ8Workgroup / wg_rows) % pd_.subgroup_size == 0
                             ? 1u
                             : 0u;
-    const uint64_t groups = (rows + q8_rows_ - 1) / q8_rows_;
+    const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
     const Ref bias = n == 1 ? ref(g, first.src[2]) : Ref{};
-    dispatch("matvec_q8", {type, kQ8Workgroup, q8_rows_, tok, sg, uint32_t(n)}, &p, sizeof p,
-             split_x(groups), 1, split_z(groups), {q, bias},
+    dispatch("matvec_q8", {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u}, &p,
+             sizeof p, split_x(groups), 1, split_z(groups), {q, bias},
              {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
     for (size_t k = 0; k < n; ++k)
         if (overlap(outs[k], x)) q8_src_ = 0;
+    return true;
+}
+
+// q, k, v (nodes[at..at+2], recorded by the caller) followed by Rope(q), Rope(k), KvStore(k
+// roped), KvStore(v) whose intermediate tensors nothing else reads: the matvec ropes and stores
+// them itself (ROPE). Whole rotation (n_rot == head_dim), cos/sin from the host's table, one
+// cache type for K and V.
+bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const {
+    const std::vector<Node>& nodes = g.nodes();
+    if (!fuse_ || at + 6 >= nodes.size()) return false;
+    const Node &mq = nodes[at], &mk = nodes[at + 1], &mv = nodes[at + 2];
+    const Node &rq = nodes[at + 3], &rk = nodes[at + 4], &sk = nodes[at + 5], &sv = nodes[at + 6];
+    if (rq.op != Op::Rope || rk.op != Op::Rope || sk.op != Op::KvStore || sv.op != Op::KvStore ||
+        rq.src[0] != mq.out || rk.src[0] != mk.out || sk.src[0] != rk.out || sv.src[0] != mv.out)
+        return false;
+    const int32_t hd = rq.i[0];
+    if (rk.i != rq.i || rk.f != rq.f || rq.i[1] != hd || hd % 4 != 0 || hd > 0xFFFF ||
+        (rq.i[2] != int(RopeMode::Normal) && rq.i[2] != int(RopeMode::Neox)))
+        return false;
+    const auto tq = rope_table_.find(&rq), tk = rope_table_.find(&rk);
+    if (tq == rope_table_.end() || tk == rope_table_.end() || tq->second != tk->second)
+        return false;
+    const GraphTensor &kc = g.tensor(sk.src[1]), &vc = g.tensor(sv.src[1]);
+    const bool f16 = kc.type == DType::F16;
+    if (kc.type != vc.type || (!f16 && kc.type != DType::F32) ||
+        kc.cols() != g.tensor(mk.out).cols() || vc.cols() != g.tensor(mv.out).cols())
+        return false;
+    // The roped q is written; the raw q, k, v and the roped k exist nowhere else.
+    for (TensorId t : {mq.out, mk.out, mv.out, rk.out}) {
+        if (g.tensor(t).role != TensorRole::Activation) return false;
+        for (size_t i = 0; i < nodes.size(); ++i)
+            if ((i < at + 3 || i > at + 6) &&
+                std::find(nodes[i].src.begin(), nodes[i].src.end(), t) != nodes[i].src.end())
+                return false;
+    }
+    const bool neox = rq.i[2] == int(RopeMode::Neox);
+    // Whole pairs per workgroup; NeoX f16 words need two adjacent pairs' halves.
+    uint32_t rows = std::max<uint32_t>(q8_rows_, neox && f16 ? 4 : 2);
+    if (hd % int32_t(rows) != 0) return false;
+    plan->q_rope = ref(g, rq.out);
+    plan->k_cache = ref(g, sk.src[1]);
+    plan->v_cache = ref(g, sv.src[1]);
+    plan->table_offset = u32(tq->second);
+    plan->params = uint32_t(hd) | (neox ? 1u << 16 : 0u) | (f16 ? 1u << 17 : 0u);
+    plan->rows = rows;
     return true;
 }
 

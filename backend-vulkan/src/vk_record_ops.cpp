@@ -166,6 +166,9 @@ size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
     }
     if (n < 2) return 0;
     const Node* mats[3] = {&first, &nodes[at + 1], n > 2 ? &nodes[at + 2] : nullptr};
+    QkvRope rope;
+    if (n == 3 && q8_rope_ && qkv_rope_plan(g, at, &rope) && record_matvec_q8(g, mats, n, &rope))
+        return n + 4;
     if (record_matvec_q8(g, mats, n)) return n;
     const Ref x = ref(g, first.src[1]);
     MatPartsPush p{};

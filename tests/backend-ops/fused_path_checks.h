@@ -4,6 +4,7 @@
 // whether the matmul quantised its input itself, reused the quantisation of an earlier matmul,
 // or the node before it (a norm, a gated activation) left it; a residual add fused with the
 // norm after it must leave both the sum and the norm right.
+#include <array>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -262,6 +263,95 @@ inline void expect_rope_writes_the_kv_cache(Backend& gpu) {
             const std::vector<float> cc(cache_c.begin() + from, cache_c.begin() + to);
             EXPECT_LT(nmse(v, as_double(cc)), 1e-12) << what << " cache rows";
             EXPECT_LT(nmse(v, as_double(roped_c)), 1e-12) << what << " cache = roped rows";
+        }
+    }
+}
+
+// q, k, v of one input, the rotary embedding of q and k, both KV stores and attention over the
+// caches: what the GPU backends run as the q/k/v matvec roping and storing its own rows. Both
+// rope modes, f16 and f32 caches, 1-8 tokens at n_past 0 and later, several weight types, and a
+// partial rotary dimension (not fused). Against double references: q/k/v = the product over
+// the q8 input, roped; the cache rows (f32: read back) and the attention over them (rows before
+// n_past never written: zero).
+inline void expect_qkv_rope_and_kv_store(Backend& b) {
+    struct Case {
+        RopeMode mode;
+        int64_t hd, n_rot, n_past, T;
+        DType kv, w;
+    };
+    for (const Case& c : {Case{RopeMode::Normal, 64, 64, 5, 1, DType::F32, DType::Q4_0},
+                          Case{RopeMode::Neox, 128, 128, 0, 3, DType::F16, DType::Q4_K},
+                          Case{RopeMode::Neox, 64, 64, 7, 8, DType::F32, DType::Q8_0},
+                          Case{RopeMode::Normal, 128, 128, 2, 2, DType::F16, DType::Q6_K},
+                          Case{RopeMode::Neox, 128, 64, 3, 1, DType::F16, DType::Q4_0}}) {
+        const int64_t n_head = 4, n_kv = 2, n_in = 512, qw = n_head * c.hd, kvw = n_kv * c.hd;
+        const int64_t T = c.T, n_ctx = c.n_past + T + 3;
+        auto x = random_floats(size_t(n_in * T), uint32_t(c.hd + T), -0.05f, 0.05f);
+        QuantWeight wq(c.w, {n_in, qw, 1}, 71), wk(c.w, {n_in, kvw, 1}, 72),
+            wv(c.w, {n_in, kvw, 1}, 73);
+        std::vector<int32_t> pos;
+        for (int64_t t = 0; t < T; ++t) pos.push_back(int32_t(c.n_past + t));
+        std::vector<float> q_out, k_cache, v_cache, attn;
+        b.allocate_kv({KvDesc{c.kv, kvw, n_ctx}, KvDesc{c.kv, kvw, n_ctx}});
+        OpGraph g;
+        g.io.n_past = int32_t(c.n_past);
+        const TensorId xt = g.input(x.data(), n_in, T);
+        const TensorId pt = g.input(pos.data(), T, 1, DType::I32);
+        const TensorId q = g.g.activation("q", qw, T), k = g.g.activation("k", kvw, T);
+        const TensorId v = g.g.activation("v", kvw, T);
+        const TensorId qr = g.g.activation("q_rope", qw, T);
+        const TensorId kr = g.g.activation("k_rope", kvw, T);
+        const TensorId kc = g.g.kv(0, "k", c.kv, kvw, n_ctx), vc = g.g.kv(1, "v", c.kv, kvw, n_ctx);
+        g.node(Op::MatMul, q, {g.weight(b, wq), xt});
+        g.node(Op::MatMul, k, {g.weight(b, wk), xt});
+        g.node(Op::MatMul, v, {g.weight(b, wv), xt});
+        const std::array<int32_t, 4> ri{int32_t(c.hd), int32_t(c.n_rot), int32_t(c.mode), 0};
+        g.node(Op::Rope, qr, {q, pt, kNoTensor}, ri, {10000.0f, 1.0f});
+        g.node(Op::Rope, kr, {k, pt, kNoTensor}, ri, {10000.0f, 1.0f});
+        g.node(Op::KvStore, kc, {kr, kc});
+        g.node(Op::KvStore, vc, {v, vc});
+        g.node(Op::Attention, g.output(attn, qw, T), {qr, kc, vc},
+               {int32_t(n_head), int32_t(n_kv), int32_t(c.hd), 0}, {0.125f, 0});
+        g.node(Op::Copy, g.output(q_out, qw, T), {qr});
+        if (c.kv == DType::F32) {
+            g.node(Op::Copy, g.output(k_cache, kvw, n_ctx), {kc});
+            g.node(Op::Copy, g.output(v_cache, kvw, n_ctx), {vc});
+        }
+        g.run(b);
+
+        const auto xq = q8_activations(x);
+        auto as_float = [](const std::vector<double>& d) {
+            return std::vector<float>(d.begin(), d.end());
+        };
+        const auto q_ref = ref_rope(as_float(ref_matmul(wq, xq, T)), pos, c.hd, c.n_rot, n_head,
+                                    c.mode, 10000.0, 1.0, nullptr);
+        const auto k_ref = ref_rope(as_float(ref_matmul(wk, xq, T)), pos, c.hd, c.n_rot, n_kv,
+                                    c.mode, 10000.0, 1.0, nullptr);
+        const auto v_ref = ref_matmul(wv, xq, T);
+        AttnCase ac{n_head, n_kv, c.hd, 0, 0.0f, c.kv, c.n_past, T};
+        AttnData ad(ac);
+        ad.q = as_float(q_ref);
+        ad.k_all.assign(size_t((c.n_past + T) * kvw), 0.0f);
+        ad.v_all.assign(ad.k_all.size(), 0.0f);
+        for (size_t i = 0; i < k_ref.size(); ++i) {
+            ad.k_all[size_t(c.n_past * kvw) + i] = float(k_ref[i]);
+            ad.v_all[size_t(c.n_past * kvw) + i] = float(v_ref[i]);
+        }
+        const std::string what = std::string(c.mode == RopeMode::Neox ? "neox" : "normal") +
+                                 " hd " + std::to_string(c.hd) + " n_rot " +
+                                 std::to_string(c.n_rot) + " T=" + std::to_string(T) + " " +
+                                 std::string(dtype_name(c.kv)) + " " + std::string(dtype_name(c.w));
+        EXPECT_LT(reported_nmse(what + " roped q", q_out, q_ref), 1e-10) << what;
+        EXPECT_LT(reported_nmse(what + " attention", attn, ref_attention(ac, ad)),
+                  c.kv == DType::F16 ? 1e-8 : 1e-10)
+            << what;
+        if (c.kv == DType::F32) {
+            const auto rows = [&](const std::vector<float>& cache) {
+                return std::vector<float>(cache.begin() + c.n_past * kvw,
+                                          cache.begin() + (c.n_past + T) * kvw);
+            };
+            EXPECT_LT(reported_nmse(what + " k cache rows", rows(k_cache), k_ref), 1e-10) << what;
+            EXPECT_LT(reported_nmse(what + " v cache rows", rows(v_cache), v_ref), 1e-10) << what;
         }
     }
 }

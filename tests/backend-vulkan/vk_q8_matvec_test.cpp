@@ -4,7 +4,8 @@
 // quantiser rounds them, 1-8 tokens, odd row counts, rows per workgroup, q/k/v fused into one
 // dispatch, an input quantised once for two matmuls and again after it changes, and the RMSNorm
 // (alone and after a residual add), gated activation and split-K attention before a matmul
-// leaving its q8 activations themselves. TANDEM_VK_Q8=0 keeps f32 activations (exact).
+// leaving its q8 activations themselves, and q/k/v roping and storing their own rows.
+// TANDEM_VK_Q8=0 keeps f32 activations (exact).
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -102,6 +103,17 @@ TEST(VulkanQ8Matvec, RmsNormQuantisesForTheMatmulAfterIt) {
                                                             {2304, 2, DType::Q6_K, true},
                                                             {1024, 8, DType::Q8_0, false},
                                                             {12288, 1, DType::Q4_K, true}});
+}
+
+// q/k/v then their rope and KV stores: one matvec_q8 dispatch (ROPE) where the modes, cache
+// types and rotary dimension allow, rows per workgroup 1 (raised to whole pairs) and 2.
+TEST(VulkanQ8Matvec, QkvRopesAndStoresItself) {
+    for (const char* rows : {"2", "1"}) {
+        ScopedEnv ro("TANDEM_VK_Q8_ROWS", rows);
+        TANDEM_VULKAN_OR_SKIP(vk);
+        TANDEM_Q8_OR_SKIP(vk);
+        expect_qkv_rope_and_kv_store(*vk);
+    }
 }
 
 TEST(VulkanQ8Matvec, GatedActQuantisesForTheMatmulAfterIt) {
