@@ -54,14 +54,48 @@ __global__ void __launch_bounds__(kQuantThreads)
     if (int(threadIdx.x) % kLaneGroup == 0) ds[blk] = make_float2(d, d * sum);
 }
 
-// The matrices of one launch (launch_matvec_q8_parts), passed by value.
+// The matrices of one launch (launch_matvec_q8_parts), passed by value; rope.pos non-null:
+// q/k/v with their rope and KV stores.
 struct Q8Parts {
     const uint8_t* w[kQ8MaxParts];
     const float* bias[kQ8MaxParts];
     float* out[kQ8MaxParts];
     int64_t n_out[kQ8MaxParts];
     int n;
+    Q8Rope rope;
 };
+
+// Rope: the row (of q or k) at slot s (0..R-1) of the part's block `blk` of R rows. Normal
+// mode: rows in order (pairs are neighbours); NeoX: the block's R / 2 pairs j0.. of one head
+// take slots 0..R/2-1 (rows j) and R/2.. (rows j + head_dim / 2).
+__device__ inline int64_t rope_row(const Q8Rope& r, int64_t blk, int s, int R) {
+    if (!r.neox) return blk * R + s;
+    const int m = R / 2;
+    const int64_t half = r.head_dim / 2, pair0 = blk * m;
+    return (pair0 / half) * r.head_dim + pair0 % half + (s < m ? s : s - m + half);
+}
+
+// q or k row `row` of token t after the rotation: v its value, pv its pair partner's.
+__device__ inline float rope_value(const Q8Rope& r, int64_t row, int t, float v, float pv) {
+    const int64_t e = row % r.head_dim, half = r.head_dim / 2;
+    const int64_t i = r.neox ? e % half : e / 2;
+    const bool second = r.neox ? e >= half : (e & 1) != 0;
+    // Angles in double, as launch_rope and the CPU reference.
+    double inv = pow(double(r.freq_base), -2.0 * double(i) / double(r.head_dim));
+    if (r.factors) inv /= r.factors[i];
+    const double a = double(r.pos[t]) * double(r.freq_scale) * inv;
+    const float c = float(cos(a)), sn = float(sin(a));
+    return second ? pv * sn + v * c : v * c - pv * sn;
+}
+
+__device__ inline void rope_cache_put(const Q8Rope& r, void* cache, int64_t width, int t,
+                                      int64_t row, float v) {
+    const int64_t at = (int64_t(*r.n_past) + t) * width + row;
+    if (r.cache_f16)
+        static_cast<uint16_t*>(cache)[at] = f32_to_f16_bits(v);
+    else
+        static_cast<float*>(cache)[at] = v;
+}
 
 // A block of kQ8Threads = 4 lane groups; W groups share an output row (4 / W rows per block),
 // thread i of a row's 32W takes items i, i + 32W, ...; out[t, row] for t < n_tok <= TM. Rows
@@ -74,7 +108,8 @@ __global__ void __launch_bounds__(kQ8Threads)
     constexpr int kGroups = kQ8Threads / kLaneGroup, kRowThreads = W * kLaneGroup;
     __shared__ float part[kGroups][TM];
     const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;
-    int64_t row = int64_t(blockIdx.x) * (kGroups / W) + g / W;
+    constexpr int R = kGroups / W;  // rows per block
+    int64_t row = int64_t(blockIdx.x) * R + g / W;
     int p = 0;
     if (parts.n > 1 && row >= parts.n_out[0]) {
         row -= parts.n_out[0];
@@ -84,6 +119,9 @@ __global__ void __launch_bounds__(kQ8Threads)
             p = 2;
         }
     }
+    const bool rope = parts.rope.pos != nullptr;
+    const int64_t blk = row / R;  // the block's index in its part (parts are whole blocks)
+    if (rope && p < 2) row = rope_row(parts.rope, blk, g / W, R);
     // Selects, not a dynamic index (which would copy the parameter arrays to local memory).
     const uint8_t* w = p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2];
     const int64_t n_out = p == 0 ? parts.n_out[0] : p == 1 ? parts.n_out[1] : parts.n_out[2];
@@ -118,7 +156,26 @@ __global__ void __launch_bounds__(kQ8Threads)
         float v = 0.0f;
 #pragma unroll
         for (int i = 0; i < W; ++i) v += part[g + i][lane];
-        out[int64_t(lane) * n_out + row] = v + (bias ? bias[row] : 0.0f);
+        v += bias ? bias[row] : 0.0f;
+        if (!rope) {
+            out[int64_t(lane) * n_out + row] = v;
+            return;
+        }
+        if (p < 2) {  // the partner row's slot, in this block
+            const int s = g / W, m = R / 2;
+            const int ps = parts.rope.neox ? (s < m ? s + m : s - m) : s ^ 1;
+            float pv = 0.0f;
+#pragma unroll
+            for (int i = 0; i < W; ++i) pv += part[ps * W + i][lane];
+            const int64_t prow = rope_row(parts.rope, blk, ps, R);
+            pv += bias ? bias[prow] : 0.0f;
+            v = rope_value(parts.rope, row, lane, v, pv);
+        }
+        if (p == 0)
+            out[int64_t(lane) * n_out + row] = v;
+        else
+            rope_cache_put(parts.rope, p == 1 ? parts.rope.k_cache : parts.rope.v_cache, n_out,
+                           lane, row, v);
     }
 }
 
@@ -159,12 +216,13 @@ void matvec_q8_launch(const Q8Parts& parts, int64_t stride, int64_t n_in, const 
 
 template <DType T>
 bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_t n_tok,
-                  hipStream_t s) {
+                  hipStream_t s, const Q8Rope* rope) {
     using D = Q8Dot<T>;
     const auto stride = static_cast<int64_t>(row_bytes(T, static_cast<uint64_t>(n_in)));
     if (stride % D::kAlign != 0) return false;
     Q8Parts parts{};
     parts.n = n;
+    if (rope) parts.rope = *rope;
     for (int i = 0; i < n; ++i) {
         if (reinterpret_cast<uintptr_t>(m[i].w) % D::kAlign != 0) return false;
         parts.w[i] = static_cast<const uint8_t*>(m[i].w);
@@ -220,9 +278,18 @@ void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, h
                        dim3(kQuantThreads), 0, s, x, n / kQ8Block, qs, ds);
 }
 
+bool q8_rope_supported(DType type, int64_t head_dim) {
+    const int rows_per_block = (kQ8Threads / kLaneGroup) / q8_groups_per_row(type);
+    return rows_per_block >= 2 && head_dim % (2 * rows_per_block) == 0;
+}
+
 bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, const void* q8,
-                            int64_t n_tok, hipStream_t s) {
+                            int64_t n_tok, hipStream_t s, const Q8Rope* rope) {
     if (!m || n < 1 || n > kQ8MaxParts || !q8) return false;
+    if (rope && (n != 3 || !rope->pos || !rope->n_past || !rope->k_cache || !rope->v_cache ||
+                 !q8_rope_supported(type, rope->head_dim) || m[0].n_out % rope->head_dim != 0 ||
+                 m[1].n_out % rope->head_dim != 0))
+        return false;
     int64_t rows = 0;
     for (int i = 0; i < n; ++i) {
         if (!m[i].w || !m[i].out || !q8_matvec_supported(type, n_in, m[i].n_out, n_tok))
@@ -232,15 +299,15 @@ bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, 
     if (rows > kMaxGridX) return false;
     switch (type) {
         case DType::Q4_0:
-            return matvec_q8_as<DType::Q4_0>(m, n, n_in, q8, n_tok, s);
+            return matvec_q8_as<DType::Q4_0>(m, n, n_in, q8, n_tok, s, rope);
         case DType::Q8_0:
-            return matvec_q8_as<DType::Q8_0>(m, n, n_in, q8, n_tok, s);
+            return matvec_q8_as<DType::Q8_0>(m, n, n_in, q8, n_tok, s, rope);
         case DType::Q4_K:
-            return matvec_q8_as<DType::Q4_K>(m, n, n_in, q8, n_tok, s);
+            return matvec_q8_as<DType::Q4_K>(m, n, n_in, q8, n_tok, s, rope);
         case DType::Q5_K:
-            return matvec_q8_as<DType::Q5_K>(m, n, n_in, q8, n_tok, s);
+            return matvec_q8_as<DType::Q5_K>(m, n, n_in, q8, n_tok, s, rope);
         case DType::Q6_K:
-            return matvec_q8_as<DType::Q6_K>(m, n, n_in, q8, n_tok, s);
+            return matvec_q8_as<DType::Q6_K>(m, n, n_in, q8, n_tok, s, rope);
         default:
             return false;
     }

@@ -67,8 +67,25 @@ struct Q8Matrix {
 // gate/up) as one launch over all their rows (numbered one after the other); false, enqueueing
 // nothing, where launch_matvec_q8 would refuse any of them.
 inline constexpr int kQ8MaxParts = 3;
+// q/k/v (three parts) with the rotary embedding of q and k (whole head_dim rotated, angles as
+// launch_rope computes them) and the KV stores of k and v at rows *n_past.. done by the same
+// launch: q's out gets the roped q; k and v go only to the caches (their outs are not written).
+struct Q8Rope {
+    const int32_t* pos;     // [n_tok] positions
+    const int32_t* n_past;  // device
+    const float* factors;   // per-frequency divisors, or null
+    void* k_cache;
+    void* v_cache;
+    bool cache_f16;
+    bool neox;
+    int64_t head_dim;
+    float freq_base, freq_scale;
+};
+// Whether launch_matvec_q8_parts takes `rope` for q/k/v of this type and head_dim (rows per
+// block must be whole rotation pairs of one head).
+bool q8_rope_supported(DType type, int64_t head_dim);
 bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, const void* q8,
-                            int64_t n_tok, hipStream_t s);
+                            int64_t n_tok, hipStream_t s, const Q8Rope* rope = nullptr);
 // RMSNorm of whole rows (x [rows, cols], rows <= kMatvecMaxTokens, cols a multiple of 32) that
 // also leaves the output's q8 activations in q8 (q8_act_bytes(cols, rows)), as
 // launch_quantize_q8 would; false, enqueueing nothing, for shapes/alignments it does not take.

@@ -60,6 +60,7 @@ class HipBackend final : public Backend {
             clock_khz_ <= 0)
             clock_khz_ = 2000000;
         q8_enabled_ = env_switch("TANDEM_HIP_Q8", 1) != 0;
+        qkv_rope_ = env_switch("TANDEM_HIP_QKV_ROPE", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
     }
     ~HipBackend() override {
@@ -168,6 +169,9 @@ class HipBackend final : public Backend {
     // Nodes at.. that are 2-3 MatMuls of one input, weight type and row length on the q8
     // path (q/k/v, gate/up) as one launch; returns the nodes run (0: none, run nodes[at] alone).
     size_t run_matvec_group(const Graph& g, size_t at);
+    // q/k/v at nodes at.. followed by their ropes and KV stores: the group's launch does those
+    // too (launch_matvec_q8_parts with rope); false: not applicable.
+    bool qkv_rope_plan(const Graph& g, size_t at, DType type, Q8Rope* rope) const;
     // Nodes at, at + 1: an Add and the RmsNorm of its sum over whole rows as one launch (and
     // the q8 activations when a q8 matmul reads the norm next); returns 2, or 0: not applicable.
     size_t run_add_norm(const Graph& g, size_t at);
@@ -193,6 +197,7 @@ class HipBackend final : public Backend {
     const float* q8_src_ = nullptr;
     int64_t q8_rows_ = 0, q8_cols_ = 0;
     bool q8_enabled_ = true;
+    bool qkv_rope_ = true;  // q/k/v's launch ropes and stores (TANDEM_HIP_QKV_ROPE=0: off)
     PinnedBuffer collective_host_;
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;
@@ -777,10 +782,57 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
     for (int i = 0; i < n; ++i)
         if (m[i].out < x + rows * n_in && x < m[i].out + m[i].n_out * rows) return 0;
     if (!q8_matvec_supported(w0.type, n_in, w0.ne[1], rows)) return 0;
+    Q8Rope rope{};
+    const bool roped = n == 3 && qkv_rope_plan(g, at, w0.type, &rope);
     quantise_input(x, rows, n_in);
+    if (roped &&
+        launch_matvec_q8_parts(w0.type, m, n, n_in, q8_scratch_.data(), rows, stream_, &rope))
+        return size_t(n) + 4;
     return launch_matvec_q8_parts(w0.type, m, n, n_in, q8_scratch_.data(), rows, stream_)
                ? size_t(n)
                : 0;
+}
+
+// q, k, v (nodes[at..at+2]) followed by Rope(q), Rope(k), KvStore(k roped), KvStore(v) whose
+// intermediate tensors nothing else reads: the matvec ropes and stores them itself. Whole
+// rotation (n_rot == head_dim); TANDEM_HIP_QKV_ROPE=0 turns it off.
+bool HipBackend::qkv_rope_plan(const Graph& g, size_t at, DType type, Q8Rope* rope) const {
+    const std::vector<Node>& nodes = g.nodes();
+    if (!qkv_rope_ || at + 6 >= nodes.size()) return false;
+    const Node &mq = nodes[at], &mk = nodes[at + 1], &mv = nodes[at + 2];
+    const Node &rq = nodes[at + 3], &rk = nodes[at + 4], &sk = nodes[at + 5], &sv = nodes[at + 6];
+    if (rq.op != Op::Rope || rk.op != Op::Rope || sk.op != Op::KvStore || sv.op != Op::KvStore ||
+        rq.src[0] != mq.out || rk.src[0] != mk.out || sk.src[0] != rk.out || sv.src[0] != mv.out)
+        return false;
+    const int32_t hd = rq.i[0];
+    if (rk.i != rq.i || rk.f != rq.f || rk.src[1] != rq.src[1] || rk.src[2] != rq.src[2] ||
+        rq.i[1] != hd || !q8_rope_supported(type, hd) ||
+        (rq.i[2] != int(RopeMode::Normal) && rq.i[2] != int(RopeMode::Neox)))
+        return false;
+    const GraphTensor &kc = g.tensor(sk.src[1]), &vc = g.tensor(sv.src[1]);
+    if (kc.type != vc.type || kc.cols() != g.tensor(mk.out).cols() ||
+        vc.cols() != g.tensor(mv.out).cols())
+        return false;
+    // The roped q is written; the raw q, k, v and the roped k exist nowhere else.
+    for (TensorId t : {mq.out, mk.out, mv.out, rk.out}) {
+        if (g.tensor(t).role != TensorRole::Activation) return false;
+        for (size_t i = 0; i < nodes.size(); ++i)
+            if ((i < at + 3 || i > at + 6) &&
+                std::find(nodes[i].src.begin(), nodes[i].src.end(), t) != nodes[i].src.end())
+                return false;
+    }
+    rope->pos = reinterpret_cast<const int32_t*>(data_of(g, rq.src[1]));
+    rope->n_past = n_past_dev();
+    rope->factors =
+        rq.src[2] == kNoTensor ? nullptr : reinterpret_cast<const float*>(data_of(g, rq.src[2]));
+    rope->k_cache = data_of(g, sk.src[1]);
+    rope->v_cache = data_of(g, sv.src[1]);
+    rope->cache_f16 = kc.type == DType::F16;
+    rope->neox = rq.i[2] == int(RopeMode::Neox);
+    rope->head_dim = hd;
+    rope->freq_base = rq.f[0];
+    rope->freq_scale = rq.f[1];
+    return true;
 }
 
 // The profile table's row for a node: the op, and for matmuls the weight type and path.

@@ -220,6 +220,13 @@ TEST(HipSpeedPaths, RopeWritesTheKvCacheItself) {
     expect_rope_writes_the_kv_cache(*hip);
 }
 
+// q/k/v then their rope and KV stores: one launch where the type's rows per block allow
+// (Q4_0, Q8_0, Q4_K; Q6_K keeps the separate launches), both modes, f16 and f32 caches.
+TEST(HipSpeedPaths, QkvRopesAndStoresItself) {
+    TANDEM_HIP_OR_SKIP(hip);
+    expect_qkv_rope_and_kv_store(*hip);
+}
+
 TEST(HipSpeedPaths, AddThenRmsNormFused) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_add_then_rms_norm(*hip);
