@@ -783,11 +783,18 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
         if (m[i].out < x + rows * n_in && x < m[i].out + m[i].n_out * rows) return 0;
     if (!q8_matvec_supported(w0.type, n_in, w0.ne[1], rows)) return 0;
     Q8Rope rope{};
-    const bool roped = n == 3 && qkv_rope_plan(g, at, w0.type, &rope);
+    if (n == 3 && qkv_rope_plan(g, at, w0.type, &rope)) {
+        // q's part writes the roped q (the Rope node's output), not the matmul's.
+        Q8Matrix roped[3] = {m[0], m[1], m[2]};
+        roped[0].out = reinterpret_cast<float*>(data_of(g, nodes[at + 3].out));
+        if (!(roped[0].out < x + rows * n_in && x < roped[0].out + roped[0].n_out * rows)) {
+            quantise_input(x, rows, n_in);
+            if (launch_matvec_q8_parts(w0.type, roped, n, n_in, q8_scratch_.data(), rows, stream_,
+                                       &rope))
+                return size_t(n) + 4;
+        }
+    }
     quantise_input(x, rows, n_in);
-    if (roped &&
-        launch_matvec_q8_parts(w0.type, m, n, n_in, q8_scratch_.data(), rows, stream_, &rope))
-        return size_t(n) + 4;
     return launch_matvec_q8_parts(w0.type, m, n, n_in, q8_scratch_.data(), rows, stream_)
                ? size_t(n)
                : 0;
