@@ -787,11 +787,14 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
         // q's part writes the roped q (the Rope node's output), not the matmul's.
         Q8Matrix roped[3] = {m[0], m[1], m[2]};
         roped[0].out = reinterpret_cast<float*>(data_of(g, nodes[at + 3].out));
-        if (!(roped[0].out < x + rows * n_in && x < roped[0].out + roped[0].n_out * rows)) {
-            quantise_input(x, rows, n_in);
-            if (launch_matvec_q8_parts(w0.type, roped, n, n_in, q8_scratch_.data(), rows, stream_,
-                                       &rope))
-                return size_t(n) + 4;
+        quantise_input(x, rows, n_in);
+        if (launch_matvec_q8_parts(w0.type, roped, n, n_in, q8_scratch_.data(), rows, stream_,
+                                   &rope)) {
+            // The roped q may take the memory of x (dead after q/k/v; the launch reads only
+            // its q8 copy): q8_scratch_ then no longer quantises what x holds.
+            if (roped[0].out < x + rows * n_in && x < roped[0].out + roped[0].n_out * rows)
+                q8_src_ = nullptr;
+            return size_t(n) + 4;
         }
     }
     quantise_input(x, rows, n_in);
