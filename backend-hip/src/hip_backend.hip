@@ -414,12 +414,13 @@ void HipBackend::enqueue_step(const Graph& g) {
             profile_.node(i, profile_key(g, n, decode),
                           n.op == Op::MatMul ? double(weight_of(g, n.src[0]).desc.nbytes) : 0.0);
             // A fused run is timed as its first node ("+op" of the second, or "xN" matmuls with
-            // all their weight bytes); the others get no row.
+            // all their weight bytes, x7: q/k/v with their ropes and stores); the others get no
+            // row.
             const size_t k = run_at(g, i);
             if (k > 1) {
                 const bool mats = n.op == Op::MatMul;
-                double bytes = 0;
-                for (size_t j = 0; mats && j < k; ++j)
+                double bytes = 0;  // the matmuls' (q/k/v's rope and stores after them: none)
+                for (size_t j = 0; mats && j < k && nodes[i + j].op == Op::MatMul; ++j)
                     bytes += double(weight_of(g, nodes[i + j].src[0]).desc.nbytes);
                 const std::string suffix =
                     mats ? " x" + std::to_string(k) : "+" + std::string(op_name(nodes[i + 1].op));
