@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "hip_attention_split.h"
 #include "hip_blocks.h"
 #include "hip_ops.h"
 
@@ -266,17 +267,24 @@ __global__ void k_attention_combine(int64_t hd, int n_split, const float* part_m
 
 }  // namespace
 
-// Decode steps (a few tokens, n_head blocks each) split each token's keys over this many blocks.
-constexpr int kDecodeSplits = 8;
+// Decode steps (a few tokens, n_head blocks each) split each token's keys over this many blocks
+// (k_attention), or over enough splits for about kSplitBlocks blocks of k_attention_split.
+constexpr int kDecodeSplits = 8, kMaxDecodeSplits = 32, kSplitBlocks = 256;
 constexpr int64_t kDecodeMaxTokens = 8;
 
 int attention_splits(int64_t n_tokens) {
     return n_tokens <= kDecodeMaxTokens ? kDecodeSplits : 1;
 }
 
+// Query heads per k_attention_split block (registers: q and acc are 2 * HB * head_dim / 8).
+int split_heads_per_block(int64_t head_dim) {
+    return head_dim > 128 ? 2 : 4;
+}
+
 uint64_t attention_scratch_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim) {
-    const int n_split = attention_splits(n_tokens);
-    return n_split > 1 ? uint64_t(n_tokens * n_head) * n_split * uint64_t(head_dim + 2) : 0;
+    return n_tokens <= kDecodeMaxTokens
+               ? uint64_t(n_tokens * n_head) * kMaxDecodeSplits * uint64_t(head_dim + 2)
+               : 0;
 }
 
 int64_t attention_max_head_dim() {
@@ -334,13 +342,40 @@ void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
         head_dim % 4 == 0 && kv_width % 4 == 0 && reinterpret_cast<uintptr_t>(v_cache) % 16 == 0;
     // Split decode steps when the caller gave room for the partial results.
     const uint64_t need = attention_scratch_floats(n_tokens, n_head, head_dim);
-    const int n_split = need && scratch && scratch_floats >= need ? attention_splits(n_tokens) : 1;
+    const bool split = need && scratch && scratch_floats >= need;
+    // k_attention_split: head_dim 64 / 128 / 256, 16-byte aligned K and V rows.
+    const bool cluster = split && kvec && vvec && reinterpret_cast<uintptr_t>(v_cache) % 16 == 0 &&
+                         (head_dim == 64 || head_dim == 128 || head_dim == 256);
+    const int64_t hb = split_heads_per_block(head_dim);
+    const int64_t head_blocks = n_kv_head * ((n_head / n_kv_head + hb - 1) / hb);
+    int n_split = split ? attention_splits(n_tokens) : 1;
+    if (cluster) {
+        const int64_t per = kSplitBlocks / (n_tokens * head_blocks);
+        n_split = int(per < kDecodeSplits      ? kDecodeSplits
+                      : per > kMaxDecodeSplits ? kMaxDecodeSplits
+                                               : per);
+    }
     float* part_ml = scratch;  // [n_tokens * n_head * n_split][2]
     float* part_acc = n_split > 1 ? scratch + 2 * n_tokens * n_head * n_split : nullptr;
-    const dim3 grid(static_cast<unsigned>(n_tokens * n_head), static_cast<unsigned>(n_split));
-    hipLaunchKernelGGL(k_attention, grid, dim3(kTile), 0, s, q, n_head, n_kv_head, head_dim, window,
-                       scale, softcap, k_cache, v_cache, f16 ? 1 : 0, kvec ? 1 : 0, vvec ? 1 : 0,
-                       n_past, n_split, part_ml, part_acc, out);
+    if (cluster) {
+        const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks),
+                        static_cast<unsigned>(n_tokens));
+        auto go = [&](auto kernel) {
+            hipLaunchKernelGGL(kernel, grid, dim3(kSplitThreads), 0, s, q, n_head, n_kv_head,
+                               window, scale, softcap, k_cache, v_cache, n_past, part_ml, part_acc);
+        };
+        if (head_dim == 64)
+            f16 ? go(k_attention_split<8, 4, true>) : go(k_attention_split<8, 4, false>);
+        else if (head_dim == 128)
+            f16 ? go(k_attention_split<16, 4, true>) : go(k_attention_split<16, 4, false>);
+        else
+            f16 ? go(k_attention_split<32, 2, true>) : go(k_attention_split<32, 2, false>);
+    } else {
+        const dim3 grid(static_cast<unsigned>(n_tokens * n_head), static_cast<unsigned>(n_split));
+        hipLaunchKernelGGL(k_attention, grid, dim3(kTile), 0, s, q, n_head, n_kv_head, head_dim,
+                           window, scale, softcap, k_cache, v_cache, f16 ? 1 : 0, kvec ? 1 : 0,
+                           vvec ? 1 : 0, n_past, n_split, part_ml, part_acc, out);
+    }
     if (n_split > 1)
         hipLaunchKernelGGL(k_attention_combine, dim3(static_cast<unsigned>(n_tokens * n_head)),
                            dim3(kTile), 0, s, head_dim, n_split, part_ml, part_acc, out);

@@ -1,0 +1,149 @@
+#pragma once
+// Split-K decode attention (flash-decoding), pass 1, latency first (as the Vulkan backend's
+// attention_split.comp): block (split s, block of HB query heads of one GQA group, token t) of
+// 128 threads attends its heads over the s-th share of the cached positions, so each K/V row is
+// read once for those heads. A cluster of 8 consecutive lanes takes one position at a time (lane
+// i holds head dims DPL*i .. DPL*i + DPL-1 of q, K and V: 16-byte loads), the score is summed
+// across the cluster with three xor shuffles and every lane keeps the online softmax (m, l,
+// acc) of its dims in registers: no barrier in the position loop. The 16 clusters merge once
+// at the end through shared memory. Writes per (token, head, split) the unnormalised partial
+// (acc[head_dim], m, l) k_attention_combine merges; empty shares write m = -inf.
+#include <cstdint>
+
+#include "hip_blocks.h"
+
+namespace tandem::hip {
+
+inline constexpr int kSplitThreads = 128, kSplitCluster = 8;
+inline constexpr int kSplitMinShare = 16;  // positions per split at least
+
+__device__ inline float cluster_sum(float v) {
+#pragma unroll
+    for (int off = 1; off < kSplitCluster; off <<= 1) {
+#if defined(TANDEM_HIP_ON_CUDA)
+        v += __shfl_xor_sync(0xffffffffu, v, off, kSplitCluster);
+#else
+        v += __shfl_xor(v, off, kSplitCluster);
+#endif
+    }
+    return v;
+}
+
+// DPL elements of a cache row from element e0 (16-byte aligned) into r.
+template <int DPL, bool F16>
+__device__ inline void load_dims(const void* c, int64_t e0, float* r) {
+    if constexpr (F16) {
+        const auto* p = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(c) + e0);
+#pragma unroll
+        for (int i = 0; i < DPL / 8; ++i) {
+            const uint4 w = p[i];
+            const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                r[8 * i + 2 * j] = f16_fast(u[j] & 0xffffu);
+                r[8 * i + 2 * j + 1] = f16_fast(u[j] >> 16);
+            }
+        }
+    } else {
+        const auto* p = reinterpret_cast<const float4*>(static_cast<const float*>(c) + e0);
+#pragma unroll
+        for (int i = 0; i < DPL / 4; ++i) {
+            const float4 w = p[i];
+            r[4 * i] = w.x, r[4 * i + 1] = w.y, r[4 * i + 2] = w.z, r[4 * i + 3] = w.w;
+        }
+    }
+}
+
+// grid (n_split, n_kv_head * ceil(group / HB), n_tokens); head_dim = 8 * DPL.
+template <int DPL, int HB, bool F16>
+__global__ void __launch_bounds__(kSplitThreads)
+    k_attention_split(const float* q, int64_t n_head, int64_t n_kv_head, int64_t window,
+                      float scale, float softcap, const void* kc, const void* vc,
+                      const int32_t* n_past, float* part_ml, float* part_acc) {
+    constexpr int hd = 8 * DPL, NCL = kSplitThreads / kSplitCluster;
+    __shared__ float cm[NCL * HB], cl_sum[NCL * HB];
+    __shared__ float cacc[NCL * hd];  // one head's accumulators, per cluster
+    const int tid = int(threadIdx.x), cl = tid / kSplitCluster, ln = tid % kSplitCluster;
+    const int d0 = ln * DPL, split = int(blockIdx.x), n_split = int(gridDim.x);
+    const int64_t group = n_head / n_kv_head, blocks = (group + HB - 1) / HB;
+    const int64_t kvh = blockIdx.y / blocks, h0 = kvh * group + (blockIdx.y % blocks) * HB;
+    const int nh = int(group - (h0 - kvh * group) < HB ? group - (h0 - kvh * group) : HB);
+    const int64_t t = blockIdx.z, pos = int64_t(*n_past) + t;
+    const int64_t lo = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
+    const int64_t len = pos + 1 - lo;
+    int64_t share = (len + n_split - 1) / n_split;
+    if (share < kSplitMinShare) share = kSplitMinShare;
+    const int64_t begin = lo + split * share < pos + 1 ? lo + split * share : pos + 1;
+    const int64_t end = begin + share < pos + 1 ? begin + share : pos + 1;
+    const int64_t kv_width = n_kv_head * hd;
+
+    float qr[HB][DPL], acc[HB][DPL], m[HB], l[HB];
+#pragma unroll
+    for (int g = 0; g < HB; ++g) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+        const float* qh = q + (t * n_head + h0 + (g < nh ? g : nh - 1)) * hd + d0;
+#pragma unroll
+        for (int i = 0; i < DPL; ++i) {
+            qr[g][i] = qh[i];
+            acc[g][i] = 0.0f;
+        }
+    }
+    // Clusters take positions begin + cl, begin + cl + NCL, ...: a cluster's 8 lanes are all in
+    // the loop or all out of it, so the shuffles see their whole cluster.
+    for (int64_t j = begin + cl; j < end; j += NCL) {
+        const int64_t kb = j * kv_width + kvh * hd + d0;
+        float kr[DPL], vr[DPL];
+        load_dims<DPL, F16>(kc, kb, kr);
+        load_dims<DPL, F16>(vc, kb, vr);
+#pragma unroll
+        for (int g = 0; g < HB; ++g) {
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < DPL; ++i) s += qr[g][i] * kr[i];
+            s = cluster_sum(s) * scale;
+            if (softcap > 0) s = softcap * tanhf(s / softcap);
+            const float m_new = fmaxf(m[g], s);
+            const float f = expf(m[g] - m_new), e = expf(s - m_new);
+            m[g] = m_new;
+            l[g] = l[g] * f + e;
+#pragma unroll
+            for (int i = 0; i < DPL; ++i) acc[g][i] = acc[g][i] * f + e * vr[i];
+        }
+    }
+    // Merge the clusters: M = max m, L = sum l e^(m - M), acc = sum acc e^(m - M).
+    if (ln == 0)
+#pragma unroll
+        for (int g = 0; g < HB; ++g) {
+            cm[cl * HB + g] = m[g];
+            cl_sum[cl * HB + g] = l[g];
+        }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < HB; ++g) {
+        if (g >= nh) continue;  // uniform over the block: its barriers are reached by all
+        float M = -INFINITY;
+        for (int c = 0; c < NCL; ++c) M = fmaxf(M, cm[c * HB + g]);
+        // Clusters without positions weigh nothing (and a share without any gives M = -inf).
+        const float f = m[g] == -INFINITY ? 0.0f : expf(m[g] - M);
+#pragma unroll
+        for (int i = 0; i < DPL; ++i) cacc[cl * hd + d0 + i] = acc[g][i] * f;
+        __syncthreads();
+        const int64_t row = (t * n_head + h0 + g) * n_split + split;
+        for (int d = tid; d < hd; d += kSplitThreads) {
+            float a = 0.0f;
+            for (int c = 0; c < NCL; ++c) a += cacc[c * hd + d];
+            part_acc[row * hd + d] = a;
+        }
+        if (tid == 0) {
+            float L = 0.0f;
+            for (int c = 0; c < NCL; ++c)
+                if (cm[c * HB + g] != -INFINITY) L += cl_sum[c * HB + g] * expf(cm[c * HB + g] - M);
+            part_ml[2 * row] = M;
+            part_ml[2 * row + 1] = L;
+        }
+        __syncthreads();  // cacc is rewritten for the next head
+    }
+}
+
+}  // namespace tandem::hip
