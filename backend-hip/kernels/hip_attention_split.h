@@ -17,11 +17,16 @@ namespace tandem::hip {
 inline constexpr int kSplitThreads = 128, kSplitCluster = 8;
 inline constexpr int kSplitMinShare = 16;  // positions per split at least
 
+// Sum over the calling lane's cluster. Only the cluster is sure to be converged (the clusters of
+// a warp leave the position loop at different trips), so the CUDA mask names just its lanes.
 __device__ inline float cluster_sum(float v) {
+#if defined(TANDEM_HIP_ON_CUDA)
+    const unsigned mask = 0xFFu << (threadIdx.x % 32u & ~unsigned(kSplitCluster - 1));
+#endif
 #pragma unroll
     for (int off = 1; off < kSplitCluster; off <<= 1) {
 #if defined(TANDEM_HIP_ON_CUDA)
-        v += __shfl_xor_sync(0xffffffffu, v, off, kSplitCluster);
+        v += __shfl_xor_sync(mask, v, off, kSplitCluster);
 #else
         v += __shfl_xor(v, off, kSplitCluster);
 #endif
