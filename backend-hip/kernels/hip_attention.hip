@@ -9,13 +9,16 @@
 
 #include "hip_attention_split.h"
 #include "hip_blocks.h"
+#include "hip_decode.h"
 #include "hip_ops.h"
+#include "hip_q8_dot.h"
 
 namespace tandem::hip {
 namespace {
 
-constexpr int kTile = 128;            // keys per tile = threads per attention block
-constexpr int kMaxDimsPerThread = 4;  // head_dim <= 512
+constexpr int kTile = 128;              // keys per tile = threads per attention block
+constexpr int kMaxSplitsCombined = 64;  // k_attention_combine's shared weights
+constexpr int kMaxDimsPerThread = 4;    // head_dim <= 512
 
 template <int Block, bool Max>
 __device__ float block_reduce(float v, float* sh) {
@@ -247,21 +250,41 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
 // grid (n_tokens * n_head); block kTile. Merges the n_split partial softmaxes of a (token, head):
 // out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M), M = max_s m_s; empty runs (m_s = -inf)
 // weigh nothing. The run holding the token's own position is never empty, so M is finite.
+// The weights e^(m_s - M) are computed once per split (shared), then every thread sums its dims
+// over the splits with its loads independent. q8 (or null; head_dim % 32 == 0): the output is
+// also left as q8 activations of the [n_tokens, n_head * head_dim] rows for the next matmul.
 __global__ void k_attention_combine(int64_t hd, int n_split, const float* part_ml,
-                                    const float* part_acc, float* out) {
+                                    const float* part_acc, float* out, int8_t* q8s, float2* q8d) {
+    __shared__ float wt[kMaxSplitsCombined];
+    __shared__ float inv_l;
     const int64_t r = blockIdx.x;
     const float* ml = part_ml + 2 * r * n_split;
-    float M = -INFINITY;
-    for (int s = 0; s < n_split; ++s) M = fmaxf(M, ml[2 * s]);
-    float L = 0.0f;
-    for (int s = 0; s < n_split; ++s)
-        if (ml[2 * s] != -INFINITY) L += ml[2 * s + 1] * expf(ml[2 * s] - M);
-    for (int64_t i = threadIdx.x; i < hd; i += kTile) {
+    if (threadIdx.x < 32) {  // one warp (or half a wave64) finds M and L
+        float M = -INFINITY;
+        for (int s = int(threadIdx.x); s < n_split; s += 32) M = fmaxf(M, ml[2 * s]);
+        M = group_max(M);
+        float L = 0.0f;
+        for (int s = int(threadIdx.x); s < n_split; s += 32) {
+            const float e = ml[2 * s] != -INFINITY ? expf(ml[2 * s] - M) : 0.0f;
+            wt[s] = e;
+            L += ml[2 * s + 1] * e;
+        }
+        L = group_sum(L);
+        if (threadIdx.x == 0) inv_l = 1.0f / L;
+    }
+    __syncthreads();
+    const int64_t n = (hd + kTile - 1) / kTile * kTile;  // every lane of a group reaches q8
+    for (int64_t i = threadIdx.x; i < n; i += kTile) {
         float v = 0.0f;
-        for (int s = 0; s < n_split; ++s)
-            if (ml[2 * s] != -INFINITY)
-                v += part_acc[(r * n_split + s) * hd + i] * expf(ml[2 * s] - M);
-        out[r * hd + i] = v / L;
+        if (i < hd) {
+            const float* a = part_acc + r * n_split * hd + i;
+#pragma unroll 8
+            for (int s = 0; s < n_split; ++s)
+                if (wt[s] != 0.0f) v += a[int64_t(s) * hd] * wt[s];
+            v *= inv_l;
+            out[r * hd + i] = v;
+        }
+        if (q8s) q8_store_group(v, r * hd + i, i < hd, q8s, q8d);
     }
 }
 
@@ -271,6 +294,7 @@ __global__ void k_attention_combine(int64_t hd, int n_split, const float* part_m
 // (k_attention), or over enough splits for about kSplitBlocks blocks of k_attention_split.
 constexpr int kDecodeSplits = 8, kMaxDecodeSplits = 32, kSplitBlocks = 256;
 constexpr int64_t kDecodeMaxTokens = 8;
+static_assert(kMaxDecodeSplits <= kMaxSplitsCombined);
 
 int attention_splits(int64_t n_tokens) {
     return n_tokens <= kDecodeMaxTokens ? kDecodeSplits : 1;
@@ -320,10 +344,11 @@ void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16
                        width, f16 ? 1 : 0, cache, n_past);
 }
 
-void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, int64_t n_head,
+bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, int64_t n_head,
                       int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
                       float softcap, const void* k_cache, const void* v_cache, bool f16,
-                      float* scratch, uint64_t scratch_floats, float* out, hipStream_t s) {
+                      float* scratch, uint64_t scratch_floats, float* out, hipStream_t s,
+                      void* q8) {
     launch_require(q && k_cache && v_cache && out, "attention", "null tensor");
     launch_require(head_dim > 0 && head_dim <= attention_max_head_dim() && n_kv_head > 0 &&
                        n_head % n_kv_head == 0 && window >= 0 && n_past,
@@ -332,7 +357,7 @@ void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                        " KV heads, head_dim " + std::to_string(head_dim));
     launch_require(n_tokens >= 0 && n_tokens * n_head <= kMaxGridX, "attention",
                    std::to_string(n_tokens) + " tokens");
-    if (n_tokens * n_head <= 0) return;
+    if (n_tokens * n_head <= 0) return false;
     // 16-byte K rows: every row offset (j * kv_width + kvh * head_dim elements) is a multiple of
     // 8 elements and the cache base is 16-byte aligned; V: 4-element pieces, 8/16-byte aligned.
     const int64_t kv_width = n_kv_head * head_dim;
@@ -376,9 +401,15 @@ void launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                            window, scale, softcap, k_cache, v_cache, f16 ? 1 : 0, kvec ? 1 : 0,
                            vvec ? 1 : 0, n_past, n_split, part_ml, part_acc, out);
     }
-    if (n_split > 1)
+    const bool q8_out = q8 && n_split > 1 && head_dim % kQ8Block == 0;
+    if (n_split > 1) {
+        auto* q8s = q8_out ? static_cast<int8_t*>(q8) : nullptr;
+        auto* q8d =
+            q8_out ? reinterpret_cast<float2*>(q8s + n_tokens * n_head * head_dim) : nullptr;
         hipLaunchKernelGGL(k_attention_combine, dim3(static_cast<unsigned>(n_tokens * n_head)),
-                           dim3(kTile), 0, s, head_dim, n_split, part_ml, part_acc, out);
+                           dim3(kTile), 0, s, head_dim, n_split, part_ml, part_acc, out, q8s, q8d);
+    }
+    return q8_out;
 }
 
 }  // namespace tandem::hip

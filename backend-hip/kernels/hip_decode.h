@@ -44,6 +44,29 @@ __device__ inline float group_sum(float v) {
     return v;
 }
 
+__device__ inline float group_max(float v) {
+    for (int off = kLaneGroup / 2; off > 0; off >>= 1) {
+#if defined(TANDEM_HIP_ON_CUDA)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off, kLaneGroup));
+#else
+        v = fmaxf(v, __shfl_xor(v, off, kLaneGroup));
+#endif
+    }
+    return v;
+}
+
+// Quantises value v of 32-value block blk (one per lane of a whole 32-lane group, lane i holding
+// value i) into the q8 activations qs / ds (launch_quantize_q8's layout); live: store it.
+__device__ inline void q8_store_group(float v, int64_t i, bool live, int8_t* qs, float2* ds) {
+    const float amax = group_max(fabsf(v));
+    const float d = amax / 127.0f;
+    const int q = amax > 0.0f ? int(rintf(v / d)) : 0;
+    const float sum = group_sum(float(q));  // exact: |sum| <= 32 * 127
+    if (!live) return;
+    qs[i] = int8_t(q);
+    if (i % kLaneGroup == 0) ds[i / kLaneGroup] = make_float2(d, d * sum);
+}
+
 __device__ inline float half_at(const uint8_t* p) {
     return f16_bits_to_f32(uint16_t(p[0] | (p[1] << 8)));
 }

@@ -26,32 +26,14 @@ namespace {
 constexpr int kQ8Threads = 128;  // matvec block: one output row
 constexpr int kQuantThreads = 256;
 
-__device__ inline float group_max(float v) {
-    for (int off = kLaneGroup / 2; off > 0; off >>= 1) {
-#if defined(TANDEM_HIP_ON_CUDA)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off, kLaneGroup));
-#else
-        v = fmaxf(v, __shfl_xor(v, off, kLaneGroup));
-#endif
-    }
-    return v;
-}
-
 // grid: ceil(n_tok * n_in / 32 / 8) blocks of 256 threads, a 32-lane group per activation
 // block. qs [n_tok, n_in] int8, ds [n_tok, n_in / 32] (d, s).
 __global__ void __launch_bounds__(kQuantThreads)
     k_quantize_q8(const float* x, int64_t n_blocks, int8_t* qs, float2* ds) {
     const int64_t i = int64_t(blockIdx.x) * kQuantThreads + threadIdx.x;
-    const int64_t blk = i / kQ8Block;
+    const bool live = i / kQ8Block < n_blocks;
     // Lanes past the end keep going to the shuffles with a zero.
-    const float v = blk < n_blocks ? x[i] : 0.0f;
-    const float amax = group_max(fabsf(v));
-    const float d = amax / 127.0f;
-    const int q = amax > 0.0f ? int(rintf(v / d)) : 0;
-    const float sum = group_sum(float(q));  // exact: |sum| <= 32 * 127
-    if (blk >= n_blocks) return;
-    qs[i] = int8_t(q);
-    if (int(threadIdx.x) % kLaneGroup == 0) ds[blk] = make_float2(d, d * sum);
+    q8_store_group(live ? x[i] : 0.0f, i, live, qs, ds);
 }
 
 // The matrices of one launch (launch_matvec_q8_parts), passed by value; rope.pos non-null:

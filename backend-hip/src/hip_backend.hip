@@ -938,10 +938,15 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
         }
         case Op::Attention: {
             const GraphTensor& kc = g.tensor(n.src[1]);
-            launch_attention(f32(n.src[0]), out.rows(), n_past_dev(), n.i[0], n.i[1], n.i[2],
-                             n.i[3], n.f[0], n.f[1], data_of(g, n.src[1]), data_of(g, n.src[2]),
-                             kc.type == DType::F16, reinterpret_cast<float*>(attn_scratch_.data()),
-                             attn_scratch_.size() / sizeof(float), y, stream_);
+            // The split path's combine also leaves the q8 activations of the output projection.
+            const bool q8 = q8_for_next_matmul(g, n);
+            if (launch_attention(f32(n.src[0]), out.rows(), n_past_dev(), n.i[0], n.i[1], n.i[2],
+                                 n.i[3], n.f[0], n.f[1], data_of(g, n.src[1]), data_of(g, n.src[2]),
+                                 kc.type == DType::F16,
+                                 reinterpret_cast<float*>(attn_scratch_.data()),
+                                 attn_scratch_.size() / sizeof(float), y, stream_,
+                                 q8 ? q8_scratch_.data() : nullptr))
+                q8_src_ = y, q8_rows_ = out.rows(), q8_cols_ = out.cols();
             break;
         }
         case Op::MoeRoute:

@@ -227,6 +227,12 @@ TEST(HipSpeedPaths, QkvRopesAndStoresItself) {
     expect_qkv_rope_and_kv_store(*hip);
 }
 
+// The split decode attention's combine leaves the q8 activations of the output projection.
+TEST(HipSpeedPaths, AttentionQuantisesForTheMatmulAfterIt) {
+    TANDEM_HIP_OR_SKIP(hip);
+    expect_attention_quantises_for_the_matmul_after_it(*hip);
+}
+
 TEST(HipSpeedPaths, AddThenRmsNormFused) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_add_then_rms_norm(*hip);
