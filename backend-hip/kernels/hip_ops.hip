@@ -126,11 +126,14 @@ __global__ void __launch_bounds__(kNormThreads)
         qs += int64_t(blockIdx.x) * group;
         ds += int64_t(blockIdx.x) * (group / 32);
     }
-    float4 v[kNormRegs];
+    // The weights are loaded with the row, before the sum's barrier (not one more trip after).
+    const float4 one = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    float4 v[kNormRegs], wv[kNormRegs];
 #pragma unroll
     for (int k = 0; k < kNormRegs; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kNormThreads;
         v[k] = i < n4 ? xr[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        wv[k] = w4 && i < n4 ? w4[i] : one;
     }
     if constexpr (ADD) {
         const auto* br = reinterpret_cast<const float4*>(b + int64_t(blockIdx.x) * group);
@@ -157,8 +160,7 @@ __global__ void __launch_bounds__(kNormThreads)
 #pragma unroll
     for (int i = 0; i < kNormThreads / kLaneGroup; ++i) total += part[i];
     const float s = rsqrtf(total / float(group) + eps);
-    auto scaled = [&](float4 a, int64_t i) {
-        const float4 m = w4 ? w4[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+    auto scaled = [&](float4 a, float4 m) {
         return make_float4(a.x * s * m.x, a.y * s * m.y, a.z * s * m.z, a.w * s * m.w);
     };
     // Trips are uniform over the block (the q8 shuffles need every lane): the registers first,
@@ -171,11 +173,12 @@ __global__ void __launch_bounds__(kNormThreads)
     for (int k = 0; k < kNormRegs; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kNormThreads;
         if (int64_t(k) * kNormThreads < n4)
-            put(i < n4 ? scaled(v[k], i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f), i, i < n4);
+            put(i < n4 ? scaled(v[k], wv[k]) : make_float4(0.0f, 0.0f, 0.0f, 0.0f), i, i < n4);
     }
     for (int64_t base = kNormRegs * kNormThreads; base < n4; base += kNormThreads) {
         const int64_t i = base + threadIdx.x;
-        put(i < n4 ? scaled(xr[i], i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f), i, i < n4);
+        put(i < n4 ? scaled(xr[i], w4 ? w4[i] : one) : make_float4(0.0f, 0.0f, 0.0f, 0.0f), i,
+            i < n4);
     }
 }
 

@@ -51,11 +51,13 @@ void main() {
     const uint tid = gl_LocalInvocationID.x, base = g * p.group;
     if (VEC4 != 0u && p.group <= WG * 4u * NREG) {
         const uint n4 = p.group / 4u, b4 = base / 4u;
-        Vec4s x = Vec4s(p.x), b = Vec4s(p.b), sum = Vec4s(p.s);
-        vec4 v[NREG];
+        Vec4s x = Vec4s(p.x), b = Vec4s(p.b), sum = Vec4s(p.s), w = Vec4s(p.w);
+        // The weights are loaded with the row, before the sum's barrier (not one trip after).
+        vec4 v[NREG], wv[NREG];
         [[unroll]] for (uint k = 0u; k < NREG; ++k) {
             const uint i = tid + k * WG;
             v[k] = i < n4 ? x.v[b4 + i] : vec4(0.0);
+            wv[k] = p.has_w != 0u && i < n4 ? w.v[i] : vec4(1.0);
             if (ADD != 0u && i < n4) v[k] += b.v[b4 + i];
         }
         if (ADD != 0u)
@@ -66,12 +68,12 @@ void main() {
         float ss = 0.0;
         [[unroll]] for (uint k = 0u; k < NREG; ++k) ss += dot(v[k], v[k]);
         const float scale = inversesqrt(workgroup_sum(ss, tid) / float(p.group) + p.eps);
-        Vec4s y = Vec4s(p.y), w = Vec4s(p.w);
+        Vec4s y = Vec4s(p.y);
         [[unroll]] for (uint k = 0u; k < NREG; ++k) {
             const uint i = tid + k * WG;
             vec4 o = vec4(0.0);
             if (i < n4) {
-                o = p.has_w != 0u ? v[k] * scale * w.v[i] : v[k] * scale;
+                o = v[k] * scale * wv[k];
                 y.v[b4 + i] = o;
             }
             if (Q8 != 0u) q8_store_vec4(o, b4 + i, i < n4, p.qs, p.ds);
