@@ -129,17 +129,22 @@ TEST(HipModelsFused, QkvRopeFusionMatchesUnfusedSteps) {
     for (const char* name : {"llama-tiny", "qwen2-tiny"}) {
         TANDEM_FIXTURE_OR_SKIP(dir, std::string("hf-tiny/") + name);
         const HfReference ref = load_hf_reference(dir);
+        std::vector<int32_t> ids = ref.prompt;  // then the fixture's continuation
+        ids.insert(ids.end(), ref.greedy.begin(), ref.greedy.end());
         for (DType t : {DType::Q8_0, DType::Q4_0}) {
             auto model = engine::load_model(*tiny_gguf(name, t));
-            const auto fused =
-                decode_step_by_step(*engine_on("hip", model, DType::F16), ref.prompt, 8);
+            const auto fused = decode_step_by_step(*engine_on("hip", model, DType::F16), ids);
             ::setenv("TANDEM_HIP_QKV_ROPE", "0", 1);
-            const auto apart =
-                decode_step_by_step(*engine_on("hip", model, DType::F16), ref.prompt, 8);
+            const auto apart = decode_step_by_step(*engine_on("hip", model, DType::F16), ids);
             ::unsetenv("TANDEM_HIP_QKV_ROPE");
             const double e = max_rel_row_error(fused, apart, model->hp.n_vocab);
-            std::printf("%s %s step by step: rope fused vs apart %.2e\n", name,
-                        std::string(dtype_name(t)).c_str(), e);
+            const auto cpu = decode_step_by_step(*engine_on("cpu", model, DType::F16), ids);
+            std::printf(
+                "%s %s step by step: rope fused vs apart %.2e, fused vs cpu %.2e, apart vs cpu "
+                "%.2e\n",
+                name, std::string(dtype_name(t)).c_str(), e,
+                max_rel_row_error(fused, cpu, model->hp.n_vocab),
+                max_rel_row_error(apart, cpu, model->hp.n_vocab));
             EXPECT_LT(e, 1e-5) << name << " " << dtype_name(t);
         }
     }

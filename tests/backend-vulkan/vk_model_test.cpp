@@ -89,16 +89,19 @@ TEST(VulkanModelsFused, QkvRopeFusionMatchesUnfusedSteps) {
     probe.reset();
     TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/llama-tiny");
     const HfReference ref = load_hf_reference(dir);
+    std::vector<int32_t> ids = ref.prompt;  // then the fixture's continuation
+    ids.insert(ids.end(), ref.greedy.begin(), ref.greedy.end());
     for (DType t : {DType::Q8_0, DType::Q4_0}) {
         auto model = engine::load_model(*tiny_gguf("llama-tiny", t));
-        const auto fused =
-            decode_step_by_step(*engine_on("vulkan", model, DType::F16), ref.prompt, 8);
+        const auto fused = decode_step_by_step(*engine_on("vulkan", model, DType::F16), ids);
         std::vector<float> apart;
         {
             ScopedEnv off("TANDEM_VK_QKV_ROPE", "0");
-            apart = decode_step_by_step(*engine_on("vulkan", model, DType::F16), ref.prompt, 8);
+            apart = decode_step_by_step(*engine_on("vulkan", model, DType::F16), ids);
         }
         const double e = max_rel_row_error(fused, apart, model->hp.n_vocab);
+        const auto cpu = decode_step_by_step(*engine_on("cpu", model, DType::F16), ids);
+        std::printf("vk vs cpu %.2e\n", max_rel_row_error(fused, cpu, model->hp.n_vocab));
         std::printf("llama-tiny %s step by step: rope fused vs apart %.2e\n",
                     std::string(dtype_name(t)).c_str(), e);
         EXPECT_LT(e, 1e-5) << dtype_name(t);

@@ -2,7 +2,6 @@
 // An hf-tiny fixture's transformers reference (prompt ids, float32 logits, greedy continuation)
 // and an engine on a named backend, for the tests that run whole models on each GPU backend
 // against the CPU backend.
-#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -47,17 +46,14 @@ inline std::unique_ptr<engine::Engine> engine_on(const std::string& backend,
     return std::make_unique<engine::Engine>(m, create_backend(backend, 0, bo), eo);
 }
 
-// The prompt fed one token per step (decode steps: the GPU backends' matvec paths, KV cache
-// rows written at growing n_past), then `more` greedy tokens; every step's logits, concatenated.
-inline std::vector<float> decode_step_by_step(engine::Engine& e, const std::vector<int32_t>& prompt,
-                                              int more) {
+// `ids` fed one token per step (decode steps: the GPU backends' matvec paths, KV cache rows
+// written at growing n_past); every step's logits, concatenated. The ids are fixed, not the
+// engine's own picks, so two engines see the same inputs however close their logits are.
+inline std::vector<float> decode_step_by_step(engine::Engine& e, const std::vector<int32_t>& ids) {
     std::vector<float> all, l;
-    int32_t next = 0;
-    for (size_t i = 0; i < prompt.size() + size_t(more); ++i) {
-        const int32_t id = i < prompt.size() ? prompt[i] : next;
+    for (const int32_t id : ids) {
         e.decode(std::span<const int32_t>(&id, 1), l, false);
         all.insert(all.end(), l.begin(), l.end());
-        next = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
     }
     return all;
 }
