@@ -12,6 +12,7 @@
 #include "hip_decode.h"
 #include "hip_ops.h"
 #include "hip_q8_dot.h"
+#include "hip_rope.h"
 
 namespace tandem::hip {
 namespace {
@@ -58,14 +59,10 @@ __global__ void k_rope(const float* x, const int32_t* pos, int64_t n_head, int64
     float* o = out + r * head_dim;
     const int64_t half = n_rot / 2;
     for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
-        // Angles in double, as the CPU reference: they grow with the position.
-        double inv = pow(double(freq_base), -2.0 * double(i) / double(n_rot));
-        if (factors) inv /= factors[i];
-        const double a = double(pos[t]) * double(freq_scale) * inv;
-        const float c = float(cos(a)), s = float(sin(a));
+        const float2 cs = rope_cos_sin(pos[t], i, n_rot, freq_base, freq_scale, factors);
         const int64_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
         const float va = xr[i0], vb = xr[i1];
-        const float ra = va * c - vb * s, rb = va * s + vb * c;
+        const float ra = rope_rotate(va, vb, cs, false), rb = rope_rotate(va, vb, cs, true);
         o[i0] = ra;
         o[i1] = rb;
         if (cache) {

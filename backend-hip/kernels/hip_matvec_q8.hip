@@ -19,6 +19,7 @@
 #include "hip_decode.h"
 #include "hip_ops.h"
 #include "hip_q8_dot.h"
+#include "hip_rope.h"
 
 namespace tandem::hip {
 namespace {
@@ -62,12 +63,8 @@ __device__ inline float rope_value(const Q8Rope& r, int64_t row, int t, float v,
     const int64_t e = row % r.head_dim, half = r.head_dim / 2;
     const int64_t i = r.neox ? e % half : e / 2;
     const bool second = r.neox ? e >= half : (e & 1) != 0;
-    // Angles in double, as launch_rope and the CPU reference.
-    double inv = pow(double(r.freq_base), -2.0 * double(i) / double(r.head_dim));
-    if (r.factors) inv /= r.factors[i];
-    const double a = double(r.pos[t]) * double(r.freq_scale) * inv;
-    const float c = float(cos(a)), sn = float(sin(a));
-    return second ? pv * sn + v * c : v * c - pv * sn;
+    const float2 cs = rope_cos_sin(r.pos[t], i, r.head_dim, r.freq_base, r.freq_scale, r.factors);
+    return second ? rope_rotate(pv, v, cs, true) : rope_rotate(v, pv, cs, false);
 }
 
 __device__ inline void rope_cache_put(const Q8Rope& r, void* cache, int64_t width, int t,

@@ -122,7 +122,9 @@ TEST(HipModelsModes, WeightsInPlaceAndEagerStepsMatchCpu) {
 // Quantised weights decoded one token per step (the int8-dot matvec, q/k/v roping and storing
 // their own rows; normal rope in llama-tiny, NeoX with q/k/v biases in qwen2-tiny) against the
 // same device with that fusion off (TANDEM_HIP_QKV_ROPE=0): the whole model graph as the planner
-// lays it out must give the same logits at every step, f16 cache.
+// lays it out must give the same logits at every step, f16 cache. Same bits, not just close: a
+// one-ulp difference in q or k flips int8 roundings downstream and moves these logits ~1 %
+// (the CPU backend, summing in another order, is 2-3 % away), which a loose bound would hide.
 TEST(HipModelsFused, QkvRopeFusionMatchesUnfusedSteps) {
     TANDEM_HIP_OR_SKIP(probe);
     probe.reset();
@@ -138,13 +140,8 @@ TEST(HipModelsFused, QkvRopeFusionMatchesUnfusedSteps) {
             const auto apart = decode_step_by_step(*engine_on("hip", model, DType::F16), ids);
             ::unsetenv("TANDEM_HIP_QKV_ROPE");
             const double e = max_rel_row_error(fused, apart, model->hp.n_vocab);
-            const auto cpu = decode_step_by_step(*engine_on("cpu", model, DType::F16), ids);
-            std::printf(
-                "%s %s step by step: rope fused vs apart %.2e, fused vs cpu %.2e, apart vs cpu "
-                "%.2e\n",
-                name, std::string(dtype_name(t)).c_str(), e,
-                max_rel_row_error(fused, cpu, model->hp.n_vocab),
-                max_rel_row_error(apart, cpu, model->hp.n_vocab));
+            std::printf("%s %s step by step: rope fused vs apart %.2e\n", name,
+                        std::string(dtype_name(t)).c_str(), e);
             EXPECT_LT(e, 1e-5) << name << " " << dtype_name(t);
         }
     }
