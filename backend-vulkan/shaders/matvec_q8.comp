@@ -28,13 +28,17 @@ layout(constant_id = 3) const uint TOK = 1;
 layout(constant_id = 4) const uint SUBGROUP_ADD = 0;  // 1: TPR is a multiple of the subgroup size
 layout(constant_id = 5) const uint PARTS = 1;
 layout(constant_id = 6) const uint ROPE = 0;
-layout(push_constant) uniform P {
+layout(push_constant) uniform P {  // 128 bytes, the whole guaranteed push-constant range
     Uints w; Uints xq; Vec2s xd; Floats y; Floats bias;
-    uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
-    Uints w1; Uints w2; Floats y1; Floats y2; uint n_out1; uint n_out2;  // PARTS > 1 only
-    // ROPE: y1 / y2 are the K / V caches, `bias` the step parameters (n_past at word 0) with the
-    // cos/sin table at byte rope_table; rope_params = head_dim | NeoX << 16 | f16 cache << 17.
-    uint rope_table; uint rope_params;
+    uint n_in; uint n_out; uint n_tok; uint row_bytes;
+    uint has_bias;  // bit k: part k has a bias (bias, bias1, bias2)
+    uint n_out1;
+    Uints w1; Uints w2; Floats y1; Floats y2; Floats bias1; Floats bias2;  // PARTS > 1 only
+    // ROPE: y1 / y2 are the K / V caches; io holds the step parameters (n_past at word 0) and
+    // the cos/sin table at byte 256 * (rope >> 11); rope & 511 = head_dim, bit 9 NeoX, bit 10
+    // f16 cache.
+    Floats io;
+    uint n_out2; uint rope;
 } p;
 
 // OpSDot with PackedVectorFormat4x8Bit: the sum of the four signed byte products of a and b.
@@ -63,8 +67,8 @@ shared float fin[TOK * ROWS];  // ROPE: the workgroup's results, then rotated
 // ROPE: the row (within q or k) of index idx of the part, NeoX mode: a workgroup's ROWS / 2
 // rotation pairs j0.. of one head take slots 0..ROWS/2-1 (rows j) and the rest (j + hd/2).
 uint rope_row(uint idx) {
-    if ((p.rope_params & 0x10000u) == 0u) return idx;
-    const uint hd = p.rope_params & 0xFFFFu, half_hd = hd / 2u, m = ROWS / 2u;
+    if ((p.rope & 0x200u) == 0u) return idx;
+    const uint hd = p.rope & 511u, half_hd = hd / 2u, m = ROWS / 2u;
     const uint s = idx % ROWS, pair0 = (idx / ROWS) * m;
     return (pair0 / half_hd) * hd + pair0 % half_hd + (s < m ? s : s - m + half_hd);
 }
@@ -73,9 +77,9 @@ uint rope_row(uint idx) {
 // rope_row(base + slot), or base + slot in part 2) for the nt tokens; every invocation calls
 // it (barriers), `live` is uniform.
 void rope_store(uint tid, uint nt, uint part, uint base, bool live) {
-    const uint hd = p.rope_params & 0xFFFFu, half_hd = hd / 2u, m = ROWS / 2u;
-    const bool neox = (p.rope_params & 0x10000u) != 0u, f16 = (p.rope_params & 0x20000u) != 0u;
-    const uint n_past = Uints(p.bias).v[0];
+    const uint hd = p.rope & 511u, half_hd = hd / 2u, m = ROWS / 2u;
+    const bool neox = (p.rope & 0x200u) != 0u, f16 = (p.rope & 0x400u) != 0u;
+    const uint n_past = Uints(p.io).v[0];
     const uint NQ = (TOK * ROWS + WG - 1u) / WG;
     barrier();  // fin[] complete
     float rotated[NQ];
@@ -89,8 +93,8 @@ void rope_store(uint tid, uint nt, uint part, uint base, bool live) {
             const float pv = fin[k * ROWS + ps];
             const uint i = neox ? e % half_hd : e / 2u;
             const bool second = neox ? e >= half_hd : (e & 1u) != 0u;
-            const uint tb = (p.rope_table >> 2) + (k * half_hd + i) * 2u;
-            const float c = p.bias.v[tb], sn = p.bias.v[tb + 1u];
+            const uint tb = (p.rope >> 11) * 64u + (k * half_hd + i) * 2u;
+            const float c = p.io.v[tb], sn = p.io.v[tb + 1u];
             v = second ? pv * sn + v * c : v * c - pv * sn;
         }
         rotated[q] = v;
@@ -269,18 +273,20 @@ void main() {
     uint o = (gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u) * ROWS + r;
     uint n_out = p.n_out, part = 0u;
     Uints w = p.w;
-    Floats y = p.y;
+    Floats y = p.y, bias = p.bias;
     if (PARTS > 1u && o >= n_out) {
         o -= n_out;
         n_out = p.n_out1;
         w = p.w1;
         y = p.y1;
+        bias = p.bias1;
         part = 1u;
         if (PARTS > 2u && o >= n_out) {
             o -= n_out;
             n_out = p.n_out2;
             w = p.w2;
             y = p.y2;
+            bias = p.bias2;
             part = 2u;
         }
     }
@@ -312,7 +318,7 @@ void main() {
         for (uint k = lane; k < nt && live; k += TPR) {
             float s = 0.0;
             for (uint j = 0u; j < per_row; ++j) s += red[k * WG + r * per_row + j];
-            if (p.has_bias != 0u) s += p.bias.v[o];
+            if (((p.has_bias >> part) & 1u) != 0u) s += bias.v[o];
             if (ROPE != 0u)
                 fin[k * ROWS + r] = s;
             else
@@ -328,7 +334,7 @@ void main() {
         }
         for (uint k = lane; k < nt && live; k += TPR) {
             float s = red[k * WG + r * TPR];
-            if (p.has_bias != 0u) s += p.bias.v[o];
+            if (((p.has_bias >> part) & 1u) != 0u) s += bias.v[o];
             if (ROPE != 0u)
                 fin[k * ROWS + r] = s;
             else

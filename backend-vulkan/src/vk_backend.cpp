@@ -16,7 +16,6 @@
 namespace tandem::vk {
 namespace {
 
-constexpr uint64_t kIoAlign = 256;
 // Nodes per queued piece of a step (see submit_partial): the first piece small, so the GPU starts
 // while the rest is recorded; later ones large (a vkQueueSubmit costs tens of microseconds).
 constexpr uint32_t kFirstPieceNodes = 16, kPieceNodes = 96;

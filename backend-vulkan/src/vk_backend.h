@@ -24,6 +24,7 @@ struct StepParams {
     uint32_t n_past;  // position of the step's first token
 };
 inline constexpr uint64_t kStepParamsBytes = 256;  // io slots start after them
+inline constexpr uint64_t kIoAlign = 256;          // io slots and rope tables start on it
 
 class VulkanBackend final : public Backend {
   public:
@@ -125,9 +126,10 @@ class VulkanBackend final : public Backend {
     // rope: q/k/v with their rotary embedding and KV stores (matvec_q8.comp ROPE).
     struct QkvRope {
         Ref q_rope, k_cache, v_cache;
-        uint32_t table_offset;  // the cos/sin table in io_
-        uint32_t params;        // head_dim | NeoX << 16 | f16 cache << 17
-        uint32_t rows;          // rows per workgroup: whole rotation pairs
+        // head_dim (<= 256) | NeoX << 9 | f16 cache << 10 | (cos/sin table's offset in io_) / 256
+        // << 11
+        uint32_t params;
+        uint32_t rows;  // rows per workgroup: whole rotation pairs
     };
     bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
                           const QkvRope* rope = nullptr);

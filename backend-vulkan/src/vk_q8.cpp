@@ -14,12 +14,15 @@ namespace {
 
 struct Q8MatPush {
     uint64_t w, xq, xd, y, bias;
-    uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
-    uint64_t w1, w2, y1, y2;  // PARTS > 1
-    uint32_t n_out1, n_out2;
-    uint32_t rope_table, rope_params;  // ROPE: see QkvRope
+    uint32_t n_in, n_out, n_tok, row_bytes;
+    uint32_t has_bias;  // bit k: part k's bias
+    uint32_t n_out1;
+    uint64_t w1, w2, y1, y2, bias1, bias2;  // PARTS > 1
+    uint64_t io;                            // ROPE: step parameters and cos/sin table
+    uint32_t n_out2, rope;                  // rope: see QkvRope::params
 };
-static_assert(offsetof(Q8MatPush, w1) == 64 && sizeof(Q8MatPush) == 112);
+static_assert(offsetof(Q8MatPush, w1) == 64 && offsetof(Q8MatPush, n_out2) == 120 &&
+              sizeof(Q8MatPush) == 128);
 static_assert(sizeof(Q8MatPush) <= kPushConstantBytes);
 
 struct QuantPush {
@@ -102,8 +105,7 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     const uint32_t type = shader_type(g, first.src[0]);
     for (size_t k = 0; k < n; ++k)
         if (!q8_matvec_ok(g, mats[k]->src[0], T) || shader_type(g, mats[k]->src[0]) != type ||
-            weight_desc(g, mats[k]->src[0]).ne[0] != n_in ||
-            (n > 1 && mats[k]->src[2] != kNoTensor))
+            weight_desc(g, mats[k]->src[0]).ne[0] != n_in)
             return false;
     // quantize_q8.comp reads x as vec4s, unless the producer left the q8 values already.
     const bool quantised = q8_src_ == x.address && q8_src_cols_ == n_in && q8_src_rows_ == T;
@@ -113,19 +115,21 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     Q8MatPush p{};
     Ref outs[3];
     uint64_t rows = 0;
+    uint64_t* biases[3] = {&p.bias, &p.bias1, &p.bias2};
     for (size_t k = 0; k < n; ++k) {
         const Ref wr = ref(g, mats[k]->src[0]), y = ref(g, mats[k]->out);
+        const Ref bias = ref(g, mats[k]->src[2]);  // a weight: never a hazard
         const auto n_out = u32(weight_desc(g, mats[k]->src[0]).ne[1]);
         rows += n_out;
         outs[k] = y;
+        *biases[k] = bias.buffer >= 0 ? bias.address : wr.address;
+        p.has_bias |= bias.buffer >= 0 ? 1u << k : 0u;
         if (k == 0) {
-            const Ref bias = ref(g, first.src[2]);
             const WeightDesc& w = weight_desc(g, first.src[0]);
             p.w = wr.address, p.xq = q.address, p.xd = q8_scales_address(n_in, T);
-            p.y = y.address, p.bias = bias.buffer >= 0 ? bias.address : wr.address;
+            p.y = y.address;
             p.n_in = u32(n_in), p.n_out = n_out, p.n_tok = u32(T);
             p.row_bytes = u32(row_bytes(w.type, uint64_t(w.ne[0])));
-            p.has_bias = bias.buffer >= 0 ? 1u : 0u;
         } else if (k == 1) {
             p.w1 = wr.address, p.y1 = y.address, p.n_out1 = n_out;
         } else {
@@ -135,8 +139,7 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     const uint32_t wg_rows = rope ? rope->rows : q8_rows_;
     if (rope) {
         p.y = rope->q_rope.address, p.y1 = rope->k_cache.address, p.y2 = rope->v_cache.address;
-        p.bias = io_.address, p.has_bias = 0;
-        p.rope_table = rope->table_offset, p.rope_params = rope->params;
+        p.io = io_.address, p.rope = rope->params;
         outs[0] = rope->q_rope, outs[1] = rope->k_cache, outs[2] = rope->v_cache;
     }
     const uint32_t tok = T == 1 ? 1 : T == 2 ? 2 : T <= 4 ? 4 : 8;
@@ -145,9 +148,8 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
                             ? 1u
                             : 0u;
     const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
-    const Ref bias = n == 1 ? ref(g, first.src[2]) : Ref{};
     dispatch("matvec_q8", {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u}, &p,
-             sizeof p, split_x(groups), 1, split_z(groups), {q, bias},
+             sizeof p, split_x(groups), 1, split_z(groups), {q},
              {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
     for (size_t k = 0; k < n; ++k)
@@ -168,7 +170,7 @@ bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) cons
         rq.src[0] != mq.out || rk.src[0] != mk.out || sk.src[0] != rk.out || sv.src[0] != mv.out)
         return false;
     const int32_t hd = rq.i[0];
-    if (rk.i != rq.i || rk.f != rq.f || rq.i[1] != hd || hd % 4 != 0 || hd > 0xFFFF ||
+    if (rk.i != rq.i || rk.f != rq.f || rq.i[1] != hd || hd % 4 != 0 || hd > 256 ||
         (rq.i[2] != int(RopeMode::Normal) && rq.i[2] != int(RopeMode::Neox)))
         return false;
     const auto tq = rope_table_.find(&rq), tk = rope_table_.find(&rk);
@@ -194,8 +196,12 @@ bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) cons
     plan->q_rope = ref(g, rq.out);
     plan->k_cache = ref(g, sk.src[1]);
     plan->v_cache = ref(g, sv.src[1]);
-    plan->table_offset = u32(tq->second);
-    plan->params = uint32_t(hd) | (neox ? 1u << 16 : 0u) | (f16 ? 1u << 17 : 0u);
+    // The table's offset in io_ in 256-byte units (io slots are kIoAlign-aligned) above the
+    // head_dim and the two flags.
+    static_assert(kIoAlign == 256);
+    if (tq->second % kIoAlign != 0 || tq->second / kIoAlign >= (1u << 21)) return false;
+    plan->params = uint32_t(hd) | (neox ? 1u << 9 : 0u) | (f16 ? 1u << 10 : 0u) |
+                   uint32_t(tq->second / kIoAlign) << 11;
     plan->rows = rows;
     return true;
 }

@@ -145,31 +145,38 @@ void VulkanBackend::ensure_attention_partials(const Graph& g) {
 }
 
 // Up to three MatMul nodes from nodes[at] on that read the same activations with weights of one
-// type and row length, without bias, on the staged decode matvec (q/k/v, gate/up): one dispatch
-// over all their rows. Returns the nodes recorded (0: none, the caller records nodes[at] alone).
+// type and row length on the decode matvec (q/k/v, gate/up): one dispatch over all their rows
+// (the int8-dot one with biases too; the f32-activation one without). Returns the nodes
+// recorded (0: none, the caller records nodes[at] alone).
 size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
     const std::vector<Node>& nodes = g.nodes();
     const Node& first = nodes[at];
-    if (!fuse_ || first.op != Op::MatMul || first.src[2] != kNoTensor) return 0;
+    if (!fuse_ || first.op != Op::MatMul) return 0;
     const WeightDesc& w0 = weight_desc(g, first.src[0]);
     const int64_t T = g.tensor(first.src[1]).rows();
     const MatmulPlan plan = plan_matmul(w0, T);
     if (plan.tiled || plan.direct) return 0;
     const uint32_t type = shader_type(g, first.src[0]);
-    size_t n = 1;
-    while (n < 3 && at + n < nodes.size()) {
-        const Node& m = nodes[at + n];
-        if (m.op != Op::MatMul || m.src[1] != first.src[1] || m.src[2] != kNoTensor ||
-            shader_type(g, m.src[0]) != type || weight_desc(g, m.src[0]).ne[0] != w0.ne[0])
-            break;
-        ++n;
-    }
-    if (n < 2) return 0;
-    const Node* mats[3] = {&first, &nodes[at + 1], n > 2 ? &nodes[at + 2] : nullptr};
+    auto group = [&](bool biases) {
+        size_t n = 1;
+        while (n < 3 && at + n < nodes.size()) {
+            const Node& m = nodes[at + n];
+            if (m.op != Op::MatMul || m.src[1] != first.src[1] ||
+                (!biases && m.src[2] != kNoTensor) || shader_type(g, m.src[0]) != type ||
+                weight_desc(g, m.src[0]).ne[0] != w0.ne[0])
+                break;
+            ++n;
+        }
+        return n;
+    };
+    size_t n = group(true);
+    const Node* mats[3] = {&first, n > 1 ? &nodes[at + 1] : nullptr,
+                           n > 2 ? &nodes[at + 2] : nullptr};
     QkvRope rope;
     if (n == 3 && q8_rope_ && qkv_rope_plan(g, at, &rope) && record_matvec_q8(g, mats, n, &rope))
         return n + 4;
-    if (record_matvec_q8(g, mats, n)) return n;
+    if (n > 1 && record_matvec_q8(g, mats, n)) return n;
+    if (first.src[2] != kNoTensor || (n = group(false)) < 2) return 0;
     const Ref x = ref(g, first.src[1]);
     MatPartsPush p{};
     Ref outs[3];

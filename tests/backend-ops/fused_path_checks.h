@@ -40,9 +40,9 @@ inline void expect_q8_input_reused_then_requantised(Backend& b) {
 }
 
 // q/k/v of one input (which the backends run as one launch over all their rows), row counts
-// that make blocks of threads straddle two matrices, a bias on k (as Qwen2 has; HIP keeps it in
-// the group, Vulkan ends the group there) and a fourth matmul of the input with a bias after
-// them; 1-3 tokens, three weight types.
+// that make blocks of threads straddle two matrices, a bias on k (as Qwen2 has; kept in the
+// group) and a fourth matmul of the input with a bias after them; 1-3 tokens, three weight
+// types.
 inline void expect_q8_matvecs_sharing_an_input(Backend& b) {
     for (auto [t, T] : {std::pair{DType::Q4_K, int64_t(1)}, {DType::Q4_0, 3}, {DType::Q6_K, 2}}) {
         const int64_t n_in = 512;
@@ -315,26 +315,31 @@ inline void expect_rope_writes_the_kv_cache(Backend& gpu) {
 
 // q, k, v of one input, the rotary embedding of q and k, both KV stores and attention over the
 // caches: what the GPU backends run as the q/k/v matvec roping and storing its own rows. Both
-// rope modes, f16 and f32 caches, 1-8 tokens at n_past 0 and later, several weight types, and a
-// partial rotary dimension (not fused). Against double references: q/k/v = the product over
-// the q8 input, roped; the cache rows (f32: read back) and the attention over them (rows before
-// n_past never written: zero).
+// rope modes, f16 and f32 caches, 1-8 tokens at n_past 0 and later, several weight types, q/k/v
+// biases (Qwen2), and a partial rotary dimension (not fused). Against double references: q/k/v =
+// the product over the q8 input, roped; the cache rows (f32: read back) and the attention over them
+// (rows before n_past never written: zero).
 inline void expect_qkv_rope_and_kv_store(Backend& b) {
     struct Case {
         RopeMode mode;
         int64_t hd, n_rot, n_past, T;
         DType kv, w;
+        bool bias = false;
     };
     for (const Case& c : {Case{RopeMode::Normal, 64, 64, 5, 1, DType::F32, DType::Q4_0},
                           Case{RopeMode::Neox, 128, 128, 0, 3, DType::F16, DType::Q4_K},
                           Case{RopeMode::Neox, 64, 64, 7, 8, DType::F32, DType::Q8_0},
                           Case{RopeMode::Normal, 128, 128, 2, 2, DType::F16, DType::Q6_K},
-                          Case{RopeMode::Neox, 128, 64, 3, 1, DType::F16, DType::Q4_0}}) {
+                          Case{RopeMode::Neox, 128, 64, 3, 1, DType::F16, DType::Q4_0},
+                          Case{RopeMode::Neox, 64, 64, 4, 2, DType::F32, DType::Q8_0, true},
+                          Case{RopeMode::Neox, 128, 128, 1, 1, DType::F16, DType::Q4_0, true}}) {
         const int64_t n_head = 4, n_kv = 2, n_in = 512, qw = n_head * c.hd, kvw = n_kv * c.hd;
         const int64_t T = c.T, n_ctx = c.n_past + T + 3;
         auto x = random_floats(size_t(n_in * T), uint32_t(c.hd + T), -0.05f, 0.05f);
         QuantWeight wq(c.w, {n_in, qw, 1}, 71), wk(c.w, {n_in, kvw, 1}, 72),
             wv(c.w, {n_in, kvw, 1}, 73);
+        QuantWeight bq(DType::F32, {qw, 1, 1}, 74), bk(DType::F32, {kvw, 1, 1}, 75),
+            bv(DType::F32, {kvw, 1, 1}, 76);
         std::vector<int32_t> pos;
         for (int64_t t = 0; t < T; ++t) pos.push_back(int32_t(c.n_past + t));
         std::vector<float> q_out, k_cache, v_cache, attn;
@@ -348,9 +353,10 @@ inline void expect_qkv_rope_and_kv_store(Backend& b) {
         const TensorId qr = g.g.activation("q_rope", qw, T);
         const TensorId kr = g.g.activation("k_rope", kvw, T);
         const TensorId kc = g.g.kv(0, "k", c.kv, kvw, n_ctx), vc = g.g.kv(1, "v", c.kv, kvw, n_ctx);
-        g.node(Op::MatMul, q, {g.weight(b, wq), xt});
-        g.node(Op::MatMul, k, {g.weight(b, wk), xt});
-        g.node(Op::MatMul, v, {g.weight(b, wv), xt});
+        auto bias = [&](const QuantWeight& w) { return c.bias ? g.weight(b, w) : kNoTensor; };
+        g.node(Op::MatMul, q, {g.weight(b, wq), xt, bias(bq)});
+        g.node(Op::MatMul, k, {g.weight(b, wk), xt, bias(bk)});
+        g.node(Op::MatMul, v, {g.weight(b, wv), xt, bias(bv)});
         const std::array<int32_t, 4> ri{int32_t(c.hd), int32_t(c.n_rot), int32_t(c.mode), 0};
         g.node(Op::Rope, qr, {q, pt, kNoTensor}, ri, {10000.0f, 1.0f});
         g.node(Op::Rope, kr, {k, pt, kNoTensor}, ri, {10000.0f, 1.0f});
@@ -369,11 +375,12 @@ inline void expect_qkv_rope_and_kv_store(Backend& b) {
         auto as_float = [](const std::vector<double>& d) {
             return std::vector<float>(d.begin(), d.end());
         };
-        const auto q_ref = ref_rope(as_float(ref_matmul(wq, xq, T)), pos, c.hd, c.n_rot, n_head,
-                                    c.mode, 10000.0, 1.0, nullptr);
-        const auto k_ref = ref_rope(as_float(ref_matmul(wk, xq, T)), pos, c.hd, c.n_rot, n_kv,
-                                    c.mode, 10000.0, 1.0, nullptr);
-        const auto v_ref = ref_matmul(wv, xq, T);
+        auto bias_of = [&](const QuantWeight& w) { return c.bias ? &w.values : nullptr; };
+        const auto q_ref = ref_rope(as_float(ref_matmul(wq, xq, T, bias_of(bq))), pos, c.hd,
+                                    c.n_rot, n_head, c.mode, 10000.0, 1.0, nullptr);
+        const auto k_ref = ref_rope(as_float(ref_matmul(wk, xq, T, bias_of(bk))), pos, c.hd,
+                                    c.n_rot, n_kv, c.mode, 10000.0, 1.0, nullptr);
+        const auto v_ref = ref_matmul(wv, xq, T, bias_of(bv));
         AttnCase ac{n_head, n_kv, c.hd, 0, 0.0f, c.kv, c.n_past, T};
         AttnData ad(ac);
         ad.q = as_float(q_ref);
@@ -386,7 +393,8 @@ inline void expect_qkv_rope_and_kv_store(Backend& b) {
         const std::string what = std::string(c.mode == RopeMode::Neox ? "neox" : "normal") +
                                  " hd " + std::to_string(c.hd) + " n_rot " +
                                  std::to_string(c.n_rot) + " T=" + std::to_string(T) + " " +
-                                 std::string(dtype_name(c.kv)) + " " + std::string(dtype_name(c.w));
+                                 std::string(dtype_name(c.kv)) + " " +
+                                 std::string(dtype_name(c.w)) + (c.bias ? " bias" : "");
         EXPECT_LT(reported_nmse(what + " roped q", q_out, q_ref), 1e-10) << what;
         EXPECT_LT(reported_nmse(what + " attention", attn, ref_attention(ac, ad)),
                   c.kv == DType::F16 ? 1e-8 : 1e-10)

@@ -81,28 +81,32 @@ TEST(VulkanModelsHalf, F16AndBf16WeightsWithF16CacheMatchCpu) {
 }
 
 // Quantised weights decoded one token per step (the int8-dot matvec, q/k/v roping and storing
-// their own rows) against the same device with that fusion off (TANDEM_VK_QKV_ROPE=0): the
-// whole model graph as the planner lays it out (the roped q may take the memory of the norm
-// before it) must give the same logits at every step, f16 cache.
+// their own rows; normal rope in llama-tiny, NeoX with q/k/v biases in qwen2-tiny) against the
+// same device with that fusion off (TANDEM_VK_QKV_ROPE=0): the whole model graph as the planner
+// lays it out (the roped q may take the memory of the norm before it) must give the same logits
+// at every step, f16 cache. Same bits: a one-ulp difference in q or k flips int8 roundings
+// downstream and moves these logits ~1 %, so a loose bound would hide a wrong row.
 TEST(VulkanModelsFused, QkvRopeFusionMatchesUnfusedSteps) {
     TANDEM_VULKAN_OR_SKIP(probe);
     probe.reset();
-    TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/llama-tiny");
-    const HfReference ref = load_hf_reference(dir);
-    std::vector<int32_t> ids = ref.prompt;  // then the fixture's continuation
-    ids.insert(ids.end(), ref.greedy.begin(), ref.greedy.end());
-    for (DType t : {DType::Q8_0, DType::Q4_0}) {
-        auto model = engine::load_model(*tiny_gguf("llama-tiny", t));
-        const auto fused = decode_step_by_step(*engine_on("vulkan", model, DType::F16), ids);
-        std::vector<float> apart;
-        {
-            ScopedEnv off("TANDEM_VK_QKV_ROPE", "0");
-            apart = decode_step_by_step(*engine_on("vulkan", model, DType::F16), ids);
+    for (const char* name : {"llama-tiny", "qwen2-tiny"}) {
+        TANDEM_FIXTURE_OR_SKIP(dir, std::string("hf-tiny/") + name);
+        const HfReference ref = load_hf_reference(dir);
+        std::vector<int32_t> ids = ref.prompt;  // then the fixture's continuation
+        ids.insert(ids.end(), ref.greedy.begin(), ref.greedy.end());
+        for (DType t : {DType::Q8_0, DType::Q4_0}) {
+            auto model = engine::load_model(*tiny_gguf(name, t));
+            const auto fused = decode_step_by_step(*engine_on("vulkan", model, DType::F16), ids);
+            std::vector<float> apart;
+            {
+                ScopedEnv off("TANDEM_VK_QKV_ROPE", "0");
+                apart = decode_step_by_step(*engine_on("vulkan", model, DType::F16), ids);
+            }
+            const double e = max_rel_row_error(fused, apart, model->hp.n_vocab);
+            std::printf("%s %s step by step: rope fused vs apart %.2e\n", name,
+                        std::string(dtype_name(t)).c_str(), e);
+            EXPECT_LT(e, 1e-5) << name << " " << dtype_name(t);
         }
-        const double e = max_rel_row_error(fused, apart, model->hp.n_vocab);
-        std::printf("llama-tiny %s step by step: rope fused vs apart %.2e\n",
-                    std::string(dtype_name(t)).c_str(), e);
-        EXPECT_LT(e, 1e-5) << dtype_name(t);
     }
 }
 
