@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEST="${1:-.gpu/bundle}"
 BUILD_DIR="${TANDEM_GPU_BUILD_DIR:-build-gpu}"
-TARGETS="${TANDEM_GPU_TARGETS:-tandem-cli tandem-node tandem-backend-vulkan tandem-backend-hip test-backend-ops test-vulkan test-hip bench-cluster-decode}"
+TARGETS="${TANDEM_GPU_TARGETS:-tandem-cli tandem-node tandem-backend-vulkan tandem-backend-hip test-backend-ops test-vulkan test-hip bench-cluster-decode bench-backend-stages}"
 export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTANDEM_BUILD_BENCH=ON \
