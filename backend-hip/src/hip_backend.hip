@@ -17,6 +17,7 @@
 #include "hip_ops.h"
 #include "hip_profile.h"
 #include "tandem/backend/collective.h"
+#include "tandem/backend/fusion.h"
 #include "tandem/common/error.h"
 
 namespace tandem::hip {
@@ -804,43 +805,23 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
                : 0;
 }
 
-// q, k, v (nodes[at..at+2]) followed by Rope(q), Rope(k), KvStore(k roped), KvStore(v) whose
-// intermediate tensors nothing else reads: the matvec ropes and stores them itself. Whole
-// rotation (n_rot == head_dim); TANDEM_HIP_QKV_ROPE=0 turns it off.
+// q, k, v (nodes[at..at+2]) with their ropes and KV stores after them (match_qkv_rope): the
+// matvec ropes and stores them itself when a block's rows can be whole rotation pairs of the
+// type's layout; TANDEM_HIP_QKV_ROPE=0 turns it off.
 bool HipBackend::qkv_rope_plan(const Graph& g, size_t at, DType type, Q8Rope* rope) const {
-    const std::vector<Node>& nodes = g.nodes();
-    if (!qkv_rope_ || at + 6 >= nodes.size()) return false;
-    const Node &mq = nodes[at], &mk = nodes[at + 1], &mv = nodes[at + 2];
-    const Node &rq = nodes[at + 3], &rk = nodes[at + 4], &sk = nodes[at + 5], &sv = nodes[at + 6];
-    if (rq.op != Op::Rope || rk.op != Op::Rope || sk.op != Op::KvStore || sv.op != Op::KvStore ||
-        rq.src[0] != mq.out || rk.src[0] != mk.out || sk.src[0] != rk.out || sv.src[0] != mv.out)
-        return false;
-    const int32_t hd = rq.i[0];
-    if (rk.i != rq.i || rk.f != rq.f || rk.src[1] != rq.src[1] || rk.src[2] != rq.src[2] ||
-        rq.i[1] != hd || !q8_rope_supported(type, hd) ||
-        (rq.i[2] != int(RopeMode::Normal) && rq.i[2] != int(RopeMode::Neox)))
-        return false;
-    const GraphTensor &kc = g.tensor(sk.src[1]), &vc = g.tensor(sv.src[1]);
-    if (kc.type != vc.type || kc.cols() != g.tensor(mk.out).cols() ||
-        vc.cols() != g.tensor(mv.out).cols())
-        return false;
-    // The roped q is written; the raw q, k, v and the roped k exist nowhere else.
-    for (TensorId t : {mq.out, mk.out, mv.out, rk.out}) {
-        if (g.tensor(t).role != TensorRole::Activation) return false;
-        for (size_t i = 0; i < nodes.size(); ++i)
-            if ((i < at + 3 || i > at + 6) &&
-                std::find(nodes[i].src.begin(), nodes[i].src.end(), t) != nodes[i].src.end())
-                return false;
-    }
+    if (!qkv_rope_) return false;
+    const auto m = match_qkv_rope(g, at);
+    if (!m || !q8_rope_supported(type, m->head_dim)) return false;
+    const Node& rq = *m->rope_q;
     rope->pos = reinterpret_cast<const int32_t*>(data_of(g, rq.src[1]));
     rope->n_past = n_past_dev();
     rope->factors =
         rq.src[2] == kNoTensor ? nullptr : reinterpret_cast<const float*>(data_of(g, rq.src[2]));
-    rope->k_cache = data_of(g, sk.src[1]);
-    rope->v_cache = data_of(g, sv.src[1]);
-    rope->cache_f16 = kc.type == DType::F16;
-    rope->neox = rq.i[2] == int(RopeMode::Neox);
-    rope->head_dim = hd;
+    rope->k_cache = data_of(g, m->store_k->src[1]);
+    rope->v_cache = data_of(g, m->store_v->src[1]);
+    rope->cache_f16 = m->cache_f16;
+    rope->neox = m->neox;
+    rope->head_dim = m->head_dim;
     rope->freq_base = rq.f[0];
     rope->freq_scale = rq.f[1];
     return true;

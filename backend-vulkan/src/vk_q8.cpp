@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tandem/backend/fusion.h"
 #include "vk_backend.h"
 #include "vk_grid.h"
 #include "vk_repack.h"
@@ -157,51 +158,28 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     return true;
 }
 
-// q, k, v (nodes[at..at+2], recorded by the caller) followed by Rope(q), Rope(k), KvStore(k
-// roped), KvStore(v) whose intermediate tensors nothing else reads: the matvec ropes and stores
-// them itself (ROPE). Whole rotation (n_rot == head_dim), cos/sin from the host's table, one
-// cache type for K and V.
+// q, k, v (nodes[at..at+2]) with their ropes and KV stores after them (match_qkv_rope): the
+// matvec ropes and stores them itself (ROPE) when cos/sin come from the host's table (host
+// positions) and its workgroups can hold whole rotation pairs.
 bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const {
-    const std::vector<Node>& nodes = g.nodes();
-    if (!fuse_ || at + 6 >= nodes.size()) return false;
-    const Node &mq = nodes[at], &mk = nodes[at + 1], &mv = nodes[at + 2];
-    const Node &rq = nodes[at + 3], &rk = nodes[at + 4], &sk = nodes[at + 5], &sv = nodes[at + 6];
-    if (rq.op != Op::Rope || rk.op != Op::Rope || sk.op != Op::KvStore || sv.op != Op::KvStore ||
-        rq.src[0] != mq.out || rk.src[0] != mk.out || sk.src[0] != rk.out || sv.src[0] != mv.out)
-        return false;
-    const int32_t hd = rq.i[0];
-    if (rk.i != rq.i || rk.f != rq.f || rq.i[1] != hd || hd % 4 != 0 || hd > 256 ||
-        (rq.i[2] != int(RopeMode::Normal) && rq.i[2] != int(RopeMode::Neox)))
-        return false;
-    const auto tq = rope_table_.find(&rq), tk = rope_table_.find(&rk);
+    if (!fuse_) return false;
+    const auto m = match_qkv_rope(g, at);
+    if (!m || m->head_dim % 4 != 0 || m->head_dim > 256) return false;
+    const auto tq = rope_table_.find(m->rope_q), tk = rope_table_.find(m->rope_k);
     if (tq == rope_table_.end() || tk == rope_table_.end() || tq->second != tk->second)
         return false;
-    const GraphTensor &kc = g.tensor(sk.src[1]), &vc = g.tensor(sv.src[1]);
-    const bool f16 = kc.type == DType::F16;
-    if (kc.type != vc.type || (!f16 && kc.type != DType::F32) ||
-        kc.cols() != g.tensor(mk.out).cols() || vc.cols() != g.tensor(mv.out).cols())
-        return false;
-    // The roped q is written; the raw q, k, v and the roped k exist nowhere else.
-    for (TensorId t : {mq.out, mk.out, mv.out, rk.out}) {
-        if (g.tensor(t).role != TensorRole::Activation) return false;
-        for (size_t i = 0; i < nodes.size(); ++i)
-            if ((i < at + 3 || i > at + 6) &&
-                std::find(nodes[i].src.begin(), nodes[i].src.end(), t) != nodes[i].src.end())
-                return false;
-    }
-    const bool neox = rq.i[2] == int(RopeMode::Neox);
     // Whole pairs per workgroup; NeoX f16 words need two adjacent pairs' halves.
-    uint32_t rows = std::max<uint32_t>(q8_rows_, neox && f16 ? 4 : 2);
-    if (hd % int32_t(rows) != 0) return false;
-    plan->q_rope = ref(g, rq.out);
-    plan->k_cache = ref(g, sk.src[1]);
-    plan->v_cache = ref(g, sv.src[1]);
+    const uint32_t rows = std::max<uint32_t>(q8_rows_, m->neox && m->cache_f16 ? 4 : 2);
+    if (m->head_dim % int32_t(rows) != 0) return false;
     // The table's offset in io_ in 256-byte units (io slots are kIoAlign-aligned) above the
     // head_dim and the two flags.
     static_assert(kIoAlign == 256);
     if (tq->second % kIoAlign != 0 || tq->second / kIoAlign >= (1u << 21)) return false;
-    plan->params = uint32_t(hd) | (neox ? 1u << 9 : 0u) | (f16 ? 1u << 10 : 0u) |
-                   uint32_t(tq->second / kIoAlign) << 11;
+    plan->q_rope = ref(g, m->rope_q->out);
+    plan->k_cache = ref(g, m->store_k->src[1]);
+    plan->v_cache = ref(g, m->store_v->src[1]);
+    plan->params = uint32_t(m->head_dim) | (m->neox ? 1u << 9 : 0u) |
+                   (m->cache_f16 ? 1u << 10 : 0u) | uint32_t(tq->second / kIoAlign) << 11;
     plan->rows = rows;
     return true;
 }

@@ -1,0 +1,46 @@
+#include "tandem/backend/fusion.h"
+
+#include <algorithm>
+
+namespace tandem {
+
+std::optional<QkvRopeMatch> match_qkv_rope(const Graph& g, size_t at) {
+    const std::vector<Node>& nodes = g.nodes();
+    if (at + 6 >= nodes.size()) return std::nullopt;
+    const Node &mq = nodes[at], &mk = nodes[at + 1], &mv = nodes[at + 2];
+    const Node &rq = nodes[at + 3], &rk = nodes[at + 4], &sk = nodes[at + 5], &sv = nodes[at + 6];
+    if (mq.op != Op::MatMul || mk.op != Op::MatMul || mv.op != Op::MatMul ||
+        mk.src[1] != mq.src[1] || mv.src[1] != mq.src[1] || rq.op != Op::Rope ||
+        rk.op != Op::Rope || sk.op != Op::KvStore || sv.op != Op::KvStore || rq.src[0] != mq.out ||
+        rk.src[0] != mk.out || sk.src[0] != rk.out || sv.src[0] != mv.out)
+        return std::nullopt;
+    const int32_t hd = rq.i[0];
+    if (rk.i != rq.i || rk.f != rq.f || rk.src[1] != rq.src[1] || rk.src[2] != rq.src[2] ||
+        hd <= 0 || hd % 2 != 0 || rq.i[1] != hd ||
+        (rq.i[2] != int(RopeMode::Normal) && rq.i[2] != int(RopeMode::Neox)))
+        return std::nullopt;
+    const GraphTensor &kc = g.tensor(sk.src[1]), &vc = g.tensor(sv.src[1]);
+    if (kc.type != vc.type || (kc.type != DType::F16 && kc.type != DType::F32) ||
+        kc.cols() != g.tensor(mk.out).cols() || vc.cols() != g.tensor(mv.out).cols() ||
+        g.tensor(mq.out).cols() % hd != 0 || g.tensor(mk.out).cols() % hd != 0)
+        return std::nullopt;
+    for (TensorId t : {mq.out, mk.out, mv.out, rk.out}) {
+        if (g.tensor(t).role != TensorRole::Activation) return std::nullopt;
+        for (size_t i = 0; i < nodes.size(); ++i)
+            if ((i < at + 3 || i > at + 6) &&
+                std::find(nodes[i].src.begin(), nodes[i].src.end(), t) != nodes[i].src.end())
+                return std::nullopt;
+    }
+    return QkvRopeMatch{&mq,
+                        &mk,
+                        &mv,
+                        &rq,
+                        &rk,
+                        &sk,
+                        &sv,
+                        hd,
+                        rq.i[2] == int(RopeMode::Neox),
+                        kc.type == DType::F16};
+}
+
+}  // namespace tandem

@@ -1,0 +1,119 @@
+// match_qkv_rope (tandem/backend/fusion.h), the pattern both GPU backends fuse into their q/k/v
+// matvec: the graph builder's attention block matches (normal and NeoX), and each thing that must
+// keep the separate kernels does not: another reader of the raw k / v / roped k, a partial rotary
+// dimension, ropes that differ, caches of two types, a q norm between matmul and rope, an output
+// tensor instead of an activation, and a run cut short. No backend needed.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "tandem/backend/fusion.h"
+
+namespace tandem {
+namespace {
+
+struct Block {
+    Graph g;
+    TensorId x, q, k, v, qr, kr, kc, vc, pos;
+};
+
+Node node(Op op, TensorId out, std::initializer_list<TensorId> src,
+          std::array<int32_t, 4> i = {0, 0, 0, 0}, std::array<float, 2> f = {0, 0}) {
+    Node n;
+    n.op = op;
+    n.out = out;
+    size_t k = 0;
+    for (TensorId s : src) n.src[k++] = s;
+    n.i = i;
+    n.f = f;
+    return n;
+}
+
+// q/k/v of x, then the ropes and stores as the graph builder orders them (nodes 1..7 after a
+// leading norm at 0); `edit` may change the nodes before they are added.
+Block block(RopeMode mode, int32_t n_rot, DType kv_v = DType::F16,
+            const std::function<void(std::vector<Node>&, Block&)>& edit = nullptr) {
+    Block b;
+    const int64_t hd = 64, H = 4, KV = 2, T = 1;
+    const TensorId in = b.g.input(0, "in", DType::F32, 256);
+    b.pos = b.g.input(1, "pos", DType::I32, T);
+    b.x = b.g.activation("x", 256, T);
+    b.q = b.g.activation("q", H * hd, T);
+    b.k = b.g.activation("k", KV * hd, T);
+    b.v = b.g.activation("v", KV * hd, T);
+    b.qr = b.g.activation("q_rope", H * hd, T);
+    b.kr = b.g.activation("k_rope", KV * hd, T);
+    b.kc = b.g.kv(0, "k_cache", DType::F16, KV * hd, 16);
+    b.vc = b.g.kv(1, "v_cache", kv_v, KV * hd, 16);
+    const TensorId wq = b.g.weight(0, "wq", DType::Q4_0, {256, H * hd, 1});
+    const TensorId wk = b.g.weight(1, "wk", DType::Q4_0, {256, KV * hd, 1});
+    const TensorId wv = b.g.weight(2, "wv", DType::Q4_0, {256, KV * hd, 1});
+    const std::array<int32_t, 4> ri{int32_t(hd), n_rot, int32_t(mode), 0};
+    std::vector<Node> nodes = {
+        node(Op::RmsNorm, b.x, {in}, {0, 0, 0, 0}, {1e-5f, 0}),
+        node(Op::MatMul, b.q, {wq, b.x}),
+        node(Op::MatMul, b.k, {wk, b.x}),
+        node(Op::MatMul, b.v, {wv, b.x}),
+        node(Op::Rope, b.qr, {b.q, b.pos, kNoTensor}, ri, {10000.0f, 1.0f}),
+        node(Op::Rope, b.kr, {b.k, b.pos, kNoTensor}, ri, {10000.0f, 1.0f}),
+        node(Op::KvStore, b.kc, {b.kr, b.kc}),
+        node(Op::KvStore, b.vc, {b.v, b.vc}),
+        node(Op::Attention, b.g.output(0, "attn", H * hd, T), {b.qr, b.kc, b.vc},
+             {int32_t(H), int32_t(KV), int32_t(hd), 0}, {0.125f, 0}),
+    };
+    if (edit) edit(nodes, b);
+    for (const Node& n : nodes) b.g.add_node(n);
+    return b;
+}
+
+TEST(FusionMatch, AttentionBlockMatchesInBothModes) {
+    for (RopeMode mode : {RopeMode::Normal, RopeMode::Neox}) {
+        Block b = block(mode, 64);
+        EXPECT_FALSE(match_qkv_rope(b.g, 0));  // the norm, not q
+        const auto m = match_qkv_rope(b.g, 1);
+        ASSERT_TRUE(m);
+        EXPECT_EQ(m->q, &b.g.nodes()[1]);
+        EXPECT_EQ(m->store_v, &b.g.nodes()[7]);
+        EXPECT_EQ(m->rope_q->out, b.qr);
+        EXPECT_EQ(m->head_dim, 64);
+        EXPECT_EQ(m->neox, mode == RopeMode::Neox);
+        EXPECT_TRUE(m->cache_f16);
+    }
+}
+
+TEST(FusionMatch, WhatMustStaySeparateDoesNotMatch) {
+    // A partial rotary dimension, caches of two types.
+    EXPECT_FALSE(match_qkv_rope(block(RopeMode::Neox, 32).g, 1));
+    EXPECT_FALSE(match_qkv_rope(block(RopeMode::Normal, 64, DType::F32).g, 1));
+    // Another reader of the raw k, of v, of the roped k: they would never be written.
+    for (int which : {0, 1, 2}) {
+        Block b = block(RopeMode::Normal, 64, DType::F16, [which](std::vector<Node>& n, Block& b) {
+            const TensorId t = which == 0 ? b.k : which == 1 ? b.v : b.kr;
+            n.push_back(node(Op::Copy, b.g.output(1, "peek", b.g.tensor(t).cols(), 1), {t}));
+        });
+        EXPECT_FALSE(match_qkv_rope(b.g, 1)) << which;
+    }
+    // The roped q read later is fine (it is written).
+    Block ok = block(RopeMode::Normal, 64, DType::F16, [](std::vector<Node>& n, Block& b) {
+        n.push_back(node(Op::Copy, b.g.output(1, "q_out", b.g.tensor(b.qr).cols(), 1), {b.qr}));
+    });
+    EXPECT_TRUE(match_qkv_rope(ok.g, 1));
+    // Ropes with different bases; a q norm between the matmul and its rope (Qwen3, Gemma 3).
+    Block base = block(RopeMode::Normal, 64, DType::F16,
+                       [](std::vector<Node>& n, Block&) { n[5].f[0] = 500000.0f; });
+    EXPECT_FALSE(match_qkv_rope(base.g, 1));
+    Block normed = block(RopeMode::Normal, 64, DType::F16, [](std::vector<Node>& n, Block& b) {
+        const TensorId qn = b.g.activation("q_normed", b.g.tensor(b.q).cols(), 1);
+        n.insert(n.begin() + 4, node(Op::RmsNorm, qn, {b.q}, {64, 0, 0, 0}, {1e-5f, 0}));
+        n[5].src[0] = qn;
+    });
+    EXPECT_FALSE(match_qkv_rope(normed.g, 1));
+    // A run cut short: the graph ends before the V store.
+    Block cut =
+        block(RopeMode::Normal, 64, DType::F16, [](std::vector<Node>& n, Block&) { n.resize(7); });
+    EXPECT_FALSE(match_qkv_rope(cut.g, 1));
+    EXPECT_FALSE(match_qkv_rope(cut.g, 100));
+}
+
+}  // namespace
+}  // namespace tandem
