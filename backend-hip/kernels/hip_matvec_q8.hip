@@ -265,9 +265,9 @@ bool q8_rope_supported(DType type, int64_t head_dim) {
 bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, const void* q8,
                             int64_t n_tok, hipStream_t s, const Q8Rope* rope) {
     if (!m || n < 1 || n > kQ8MaxParts || !q8) return false;
-    if (rope && (n != 3 || !rope->pos || !rope->n_past || !rope->k_cache || !rope->v_cache ||
-                 !q8_rope_supported(type, rope->head_dim) || m[0].n_out % rope->head_dim != 0 ||
-                 m[1].n_out % rope->head_dim != 0))
+    if (rope && (n < 2 || !rope->pos || !rope->n_past || !rope->k_cache ||
+                 (n == 3 && !rope->v_cache) || !q8_rope_supported(type, rope->head_dim) ||
+                 m[0].n_out % rope->head_dim != 0 || m[1].n_out % rope->head_dim != 0))
         return false;
     int64_t rows = 0;
     for (int i = 0; i < n; ++i) {

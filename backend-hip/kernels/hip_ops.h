@@ -67,9 +67,10 @@ struct Q8Matrix {
 // gate/up) as one launch over all their rows (numbered one after the other); false, enqueueing
 // nothing, where launch_matvec_q8 would refuse any of them.
 inline constexpr int kQ8MaxParts = 3;
-// q/k/v (three parts) with the rotary embedding of q and k (whole head_dim rotated, angles as
-// launch_rope computes them) and the KV stores of k and v at rows *n_past.. done by the same
-// launch: q's out gets the roped q; k and v go only to the caches (their outs are not written).
+// q/k/v (three parts, or q/k: two) with the rotary embedding of q and k (whole head_dim rotated,
+// angles as launch_rope computes them) and the KV stores of k (and v) at rows *n_past.. done by
+// the same launch: q's out gets the roped q; k and v go only to the caches (their outs are not
+// written).
 struct Q8Rope {
     const int32_t* pos;     // [n_tok] positions
     const int32_t* n_past;  // device

@@ -199,6 +199,9 @@ class HipBackend final : public Backend {
     int64_t q8_rows_ = 0, q8_cols_ = 0;
     bool q8_enabled_ = true;
     bool qkv_rope_ = true;  // q/k/v's launch ropes and stores (TANDEM_HIP_QKV_ROPE=0: off)
+    // Nodes already enqueued with an earlier one out of order (the ropes and K store of a q + k
+    // group whose v has another weight type), by index; reset per step.
+    std::vector<bool> enqueued_;
     PinnedBuffer collective_host_;
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;
@@ -400,6 +403,7 @@ void HipBackend::enqueue_step(const Graph& g) {
     check(hipMemcpyAsync(io_dev_.data(), pinned, in_end_, hipMemcpyHostToDevice, stream_),
           "copying step inputs");
     q8_src_ = nullptr;
+    enqueued_.assign(g.nodes().size(), false);
     if (profile_.on()) {
         // Hold the stream (about 20 us per node, enough for the host to enqueue them all), then
         // an event between every two nodes.
@@ -699,6 +703,7 @@ bool HipBackend::q8_for_next_matmul(const Graph& g, const Node& n) const {
 }
 
 size_t HipBackend::run_at(const Graph& g, size_t at) {
+    if (enqueued_[at]) return 1;  // enqueued with an earlier node (a q + k group's ropes)
     // A node other than a matmul may write what q8_scratch_ was quantised from.
     if (g.nodes()[at].op != Op::MatMul) q8_src_ = nullptr;
     if (size_t k = run_add_norm(g, at);
@@ -785,18 +790,27 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
         if (m[i].out < x + rows * n_in && x < m[i].out + m[i].n_out * rows) return 0;
     if (!q8_matvec_supported(w0.type, n_in, w0.ne[1], rows)) return 0;
     Q8Rope rope{};
-    if (n == 3 && qkv_rope_plan(g, at, w0.type, &rope)) {
+    if (n >= 2 && qkv_rope_plan(g, at, w0.type, &rope)) {
         // q's part writes the roped q (the Rope node's output), not the matmul's.
         Q8Matrix roped[3] = {m[0], m[1], m[2]};
         roped[0].out = reinterpret_cast<float*>(data_of(g, nodes[at + 3].out));
-        quantise_input(x, rows, n_in);
-        if (launch_matvec_q8_parts(w0.type, roped, n, n_in, q8_scratch_.data(), rows, stream_,
-                                   &rope)) {
-            // The roped q may take the memory of x (dead after q/k/v; the launch reads only
-            // its q8 copy): q8_scratch_ then no longer quantises what x holds.
-            if (roped[0].out < x + rows * n_in && x < roped[0].out + roped[0].n_out * rows)
-                q8_src_ = nullptr;
-            return size_t(n) + 4;
+        const bool over_x =
+            roped[0].out < x + rows * n_in && x < roped[0].out + roped[0].n_out * rows;
+        // n == 2: v has another weight type (Q4_K_M's Q6_K attn_v) and runs after this launch,
+        // reading x: the roped q must not have taken x's memory then.
+        if (n == 3 || !over_x) {
+            quantise_input(x, rows, n_in);
+            if (launch_matvec_q8_parts(w0.type, roped, n, n_in, q8_scratch_.data(), rows, stream_,
+                                       &rope)) {
+                if (n == 2) {  // the ropes and the K store are done; v and its store follow
+                    enqueued_[at + 3] = enqueued_[at + 4] = enqueued_[at + 5] = true;
+                    return 2;
+                }
+                // The roped q may take the memory of x (dead after q/k/v; the launch reads
+                // only its q8 copy): q8_scratch_ then no longer quantises what x holds.
+                if (over_x) q8_src_ = nullptr;
+                return size_t(n) + 4;
+            }
         }
     }
     quantise_input(x, rows, n_in);

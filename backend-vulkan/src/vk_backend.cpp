@@ -362,7 +362,9 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     try {
         const size_t n_nodes = g.nodes().size();
         q8_src_ = 0;
+        done_.assign(n_nodes, false);
         for (size_t i = 0; i < n_nodes; ++i) {
+            if (done_[i]) continue;  // recorded with an earlier node (q + k's ropes)
             const Node& n = g.nodes()[i];
             if (n.op != Op::MatMul) q8_src_ = 0;  // it may write what q8_buf_ was quantised from
             if (try_fuse_add_norm(g, i)) {

@@ -222,6 +222,9 @@ class VulkanBackend final : public Backend {
     // nothing usable), reset by every node that is not a MatMul.
     uint64_t q8_src_ = 0;
     int64_t q8_src_cols_ = 0, q8_src_rows_ = 0;
+    // Nodes already recorded with an earlier one out of order (the ropes and K store of a q + k
+    // group whose v has another weight type), by index; reset per recording.
+    std::vector<bool> done_;
     int splitk_force_ = -1;  // TANDEM_VK_SPLITK: 0 off, N > 0 that many splits; -1 planned
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;

@@ -316,7 +316,9 @@ inline void expect_rope_writes_the_kv_cache(Backend& gpu) {
 // q, k, v of one input, the rotary embedding of q and k, both KV stores and attention over the
 // caches: what the GPU backends run as the q/k/v matvec roping and storing its own rows. Both
 // rope modes, f16 and f32 caches, 1-8 tokens at n_past 0 and later, several weight types, q/k/v
-// biases (Qwen2), and a partial rotary dimension (not fused). Against double references: q/k/v =
+// biases (Qwen2), v in another type (Q4_K_M: q + k fused, v apart), the input made by a node
+// (its memory free for the roped q once v has read it), and a partial rotary dimension (not
+// fused). Against double references: q/k/v =
 // the product over the q8 input, roped; the cache rows (f32: read back) and the attention over them
 // (rows before n_past never written: zero).
 inline void expect_qkv_rope_and_kv_store(Backend& b) {
@@ -325,19 +327,25 @@ inline void expect_qkv_rope_and_kv_store(Backend& b) {
         int64_t hd, n_rot, n_past, T;
         DType kv, w;
         bool bias = false;
+        bool v_q6_k = false;  // v in Q6_K (Q4_K_M's attn_v): q + k grouped, v apart
+        bool x_node = false;  // the input made by a node (the planner may reuse its memory)
     };
-    for (const Case& c : {Case{RopeMode::Normal, 64, 64, 5, 1, DType::F32, DType::Q4_0},
-                          Case{RopeMode::Neox, 128, 128, 0, 3, DType::F16, DType::Q4_K},
-                          Case{RopeMode::Neox, 64, 64, 7, 8, DType::F32, DType::Q8_0},
-                          Case{RopeMode::Normal, 128, 128, 2, 2, DType::F16, DType::Q6_K},
-                          Case{RopeMode::Neox, 128, 64, 3, 1, DType::F16, DType::Q4_0},
-                          Case{RopeMode::Neox, 64, 64, 4, 2, DType::F32, DType::Q8_0, true},
-                          Case{RopeMode::Neox, 128, 128, 1, 1, DType::F16, DType::Q4_0, true}}) {
+    for (const Case& c :
+         {Case{RopeMode::Normal, 64, 64, 5, 1, DType::F32, DType::Q4_0},
+          Case{RopeMode::Neox, 128, 128, 0, 3, DType::F16, DType::Q4_K},
+          Case{RopeMode::Neox, 64, 64, 7, 8, DType::F32, DType::Q8_0},
+          Case{RopeMode::Normal, 128, 128, 2, 2, DType::F16, DType::Q6_K},
+          Case{RopeMode::Neox, 128, 64, 3, 1, DType::F16, DType::Q4_0},
+          Case{RopeMode::Neox, 64, 64, 4, 2, DType::F32, DType::Q8_0, true},
+          Case{RopeMode::Neox, 128, 128, 1, 1, DType::F16, DType::Q4_0, true},
+          Case{RopeMode::Normal, 128, 128, 3, 1, DType::F16, DType::Q4_K, false, true, true},
+          Case{RopeMode::Neox, 64, 64, 0, 2, DType::F32, DType::Q4_0, false, true},
+          Case{RopeMode::Neox, 64, 64, 2, 1, DType::F16, DType::Q8_0, false, false, true}}) {
         const int64_t n_head = 4, n_kv = 2, n_in = 512, qw = n_head * c.hd, kvw = n_kv * c.hd;
         const int64_t T = c.T, n_ctx = c.n_past + T + 3;
         auto x = random_floats(size_t(n_in * T), uint32_t(c.hd + T), -0.05f, 0.05f);
         QuantWeight wq(c.w, {n_in, qw, 1}, 71), wk(c.w, {n_in, kvw, 1}, 72),
-            wv(c.w, {n_in, kvw, 1}, 73);
+            wv(c.v_q6_k ? DType::Q6_K : c.w, {n_in, kvw, 1}, 73);
         QuantWeight bq(DType::F32, {qw, 1, 1}, 74), bk(DType::F32, {kvw, 1, 1}, 75),
             bv(DType::F32, {kvw, 1, 1}, 76);
         std::vector<int32_t> pos;
@@ -346,7 +354,12 @@ inline void expect_qkv_rope_and_kv_store(Backend& b) {
         b.allocate_kv({KvDesc{c.kv, kvw, n_ctx}, KvDesc{c.kv, kvw, n_ctx}});
         OpGraph g;
         g.io.n_past = int32_t(c.n_past);
-        const TensorId xt = g.input(x.data(), n_in, T);
+        TensorId xt = g.input(x.data(), n_in, T);
+        if (c.x_node) {  // x through a node: an activation, dead after v
+            const TensorId xa = g.g.activation("x", n_in, T);
+            g.node(Op::Scale, xa, {xt}, {0, 0, 0, 0}, {1.0f, 0});
+            xt = xa;
+        }
         const TensorId pt = g.input(pos.data(), T, 1, DType::I32);
         const TensorId q = g.g.activation("q", qw, T), k = g.g.activation("k", kvw, T);
         const TensorId v = g.g.activation("v", kvw, T);
@@ -390,11 +403,11 @@ inline void expect_qkv_rope_and_kv_store(Backend& b) {
             ad.k_all[size_t(c.n_past * kvw) + i] = float(k_ref[i]);
             ad.v_all[size_t(c.n_past * kvw) + i] = float(v_ref[i]);
         }
-        const std::string what = std::string(c.mode == RopeMode::Neox ? "neox" : "normal") +
-                                 " hd " + std::to_string(c.hd) + " n_rot " +
-                                 std::to_string(c.n_rot) + " T=" + std::to_string(T) + " " +
-                                 std::string(dtype_name(c.kv)) + " " +
-                                 std::string(dtype_name(c.w)) + (c.bias ? " bias" : "");
+        const std::string what =
+            std::string(c.mode == RopeMode::Neox ? "neox" : "normal") + " hd " +
+            std::to_string(c.hd) + " n_rot " + std::to_string(c.n_rot) + " T=" + std::to_string(T) +
+            " " + std::string(dtype_name(c.kv)) + " " + std::string(dtype_name(c.w)) +
+            (c.bias ? " bias" : "") + (c.v_q6_k ? " v q6_k" : "") + (c.x_node ? " x node" : "");
         EXPECT_LT(reported_nmse(what + " roped q", q_out, q_ref), 1e-10) << what;
         EXPECT_LT(reported_nmse(what + " attention", attn, ref_attention(ac, ad)),
                   c.kv == DType::F16 ? 1e-8 : 1e-10)
