@@ -17,18 +17,6 @@ struct Block {
     TensorId x, q, k, v, qr, kr, kc, vc, pos;
 };
 
-Node node(Op op, TensorId out, std::initializer_list<TensorId> src,
-          std::array<int32_t, 4> i = {0, 0, 0, 0}, std::array<float, 2> f = {0, 0}) {
-    Node n;
-    n.op = op;
-    n.out = out;
-    size_t k = 0;
-    for (TensorId s : src) n.src[k++] = s;
-    n.i = i;
-    n.f = f;
-    return n;
-}
-
 // q/k/v of x, then the ropes and stores as the graph builder orders them (nodes 1..7 after a
 // leading norm at 0); `edit` may change the nodes before they are added.
 Block block(RopeMode mode, int32_t n_rot, DType kv_v = DType::F16,
@@ -50,16 +38,16 @@ Block block(RopeMode mode, int32_t n_rot, DType kv_v = DType::F16,
     const TensorId wv = b.g.weight(2, "wv", DType::Q4_0, {256, KV * hd, 1});
     const std::array<int32_t, 4> ri{int32_t(hd), n_rot, int32_t(mode), 0};
     std::vector<Node> nodes = {
-        node(Op::RmsNorm, b.x, {in}, {0, 0, 0, 0}, {1e-5f, 0}),
-        node(Op::MatMul, b.q, {wq, b.x}),
-        node(Op::MatMul, b.k, {wk, b.x}),
-        node(Op::MatMul, b.v, {wv, b.x}),
-        node(Op::Rope, b.qr, {b.q, b.pos, kNoTensor}, ri, {10000.0f, 1.0f}),
-        node(Op::Rope, b.kr, {b.k, b.pos, kNoTensor}, ri, {10000.0f, 1.0f}),
-        node(Op::KvStore, b.kc, {b.kr, b.kc}),
-        node(Op::KvStore, b.vc, {b.v, b.vc}),
-        node(Op::Attention, b.g.output(0, "attn", H * hd, T), {b.qr, b.kc, b.vc},
-             {int32_t(H), int32_t(KV), int32_t(hd), 0}, {0.125f, 0}),
+        make_node(Op::RmsNorm, b.x, {in}, {0, 0, 0, 0}, {1e-5f, 0}),
+        make_node(Op::MatMul, b.q, {wq, b.x}),
+        make_node(Op::MatMul, b.k, {wk, b.x}),
+        make_node(Op::MatMul, b.v, {wv, b.x}),
+        make_node(Op::Rope, b.qr, {b.q, b.pos, kNoTensor}, ri, {10000.0f, 1.0f}),
+        make_node(Op::Rope, b.kr, {b.k, b.pos, kNoTensor}, ri, {10000.0f, 1.0f}),
+        make_node(Op::KvStore, b.kc, {b.kr, b.kc}),
+        make_node(Op::KvStore, b.vc, {b.v, b.vc}),
+        make_node(Op::Attention, b.g.output(0, "attn", H * hd, T), {b.qr, b.kc, b.vc},
+                  {int32_t(H), int32_t(KV), int32_t(hd), 0}, {0.125f, 0}),
     };
     if (edit) edit(nodes, b);
     for (const Node& n : nodes) b.g.add_node(n);
@@ -89,13 +77,14 @@ TEST(FusionMatch, WhatMustStaySeparateDoesNotMatch) {
     for (int which : {0, 1, 2}) {
         Block b = block(RopeMode::Normal, 64, DType::F16, [which](std::vector<Node>& n, Block& b) {
             const TensorId t = which == 0 ? b.k : which == 1 ? b.v : b.kr;
-            n.push_back(node(Op::Copy, b.g.output(1, "peek", b.g.tensor(t).cols(), 1), {t}));
+            n.push_back(make_node(Op::Copy, b.g.output(1, "peek", b.g.tensor(t).cols(), 1), {t}));
         });
         EXPECT_FALSE(match_qkv_rope(b.g, 1)) << which;
     }
     // The roped q read later is fine (it is written).
     Block ok = block(RopeMode::Normal, 64, DType::F16, [](std::vector<Node>& n, Block& b) {
-        n.push_back(node(Op::Copy, b.g.output(1, "q_out", b.g.tensor(b.qr).cols(), 1), {b.qr}));
+        n.push_back(
+            make_node(Op::Copy, b.g.output(1, "q_out", b.g.tensor(b.qr).cols(), 1), {b.qr}));
     });
     EXPECT_TRUE(match_qkv_rope(ok.g, 1));
     // Ropes with different bases; a q norm between the matmul and its rope (Qwen3, Gemma 3).
@@ -104,7 +93,7 @@ TEST(FusionMatch, WhatMustStaySeparateDoesNotMatch) {
     EXPECT_FALSE(match_qkv_rope(base.g, 1));
     Block normed = block(RopeMode::Normal, 64, DType::F16, [](std::vector<Node>& n, Block& b) {
         const TensorId qn = b.g.activation("q_normed", b.g.tensor(b.q).cols(), 1);
-        n.insert(n.begin() + 4, node(Op::RmsNorm, qn, {b.q}, {64, 0, 0, 0}, {1e-5f, 0}));
+        n.insert(n.begin() + 4, make_node(Op::RmsNorm, qn, {b.q}, {64, 0, 0, 0}, {1e-5f, 0}));
         n[5].src[0] = qn;
     });
     EXPECT_FALSE(match_qkv_rope(normed.g, 1));

@@ -125,14 +125,7 @@ class OpGraph {
     }
     void node(Op op, TensorId out, std::initializer_list<TensorId> src,
               std::array<int32_t, 4> i = {0, 0, 0, 0}, std::array<float, 2> f = {0, 0}) {
-        Node n;
-        n.op = op;
-        n.out = out;
-        size_t k = 0;
-        for (TensorId s : src) n.src[k++] = s;
-        n.i = i;
-        n.f = f;
-        g.add_node(n);
+        g.add_node(make_node(op, out, src, i, f));
     }
     void run(Backend& b) {
         g.validate();

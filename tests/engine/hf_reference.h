@@ -3,6 +3,8 @@
 // and an engine on a named backend, for the tests that run whole models on each GPU backend
 // against the CPU backend.
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -10,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "engine_fixture.h"
 #include "tandem/backend/backend.h"
 #include "tandem/engine/engine.h"
 
@@ -56,6 +60,30 @@ inline std::vector<float> decode_step_by_step(engine::Engine& e, const std::vect
         all.insert(all.end(), l.begin(), l.end());
     }
     return all;
+}
+
+// A fusion of `backend` that its switch `env` = 0 turns off changes nothing: quantised
+// llama-tiny (normal rope) and qwen2-tiny (NeoX, q/k/v biases), Q8_0 and Q4_0, decoded one token
+// per step over the prompt and the fixture's continuation with an f16 cache, give the same
+// logits with and without it (max relative row error < 1e-5; same bits expected).
+inline void expect_switch_changes_no_logits(const std::string& backend, const char* env) {
+    for (const char* name : {"llama-tiny", "qwen2-tiny"}) {
+        TANDEM_FIXTURE_OR_SKIP(dir, std::string("hf-tiny/") + name);
+        const HfReference ref = load_hf_reference(dir);
+        std::vector<int32_t> ids = ref.prompt;
+        ids.insert(ids.end(), ref.greedy.begin(), ref.greedy.end());
+        for (DType t : {DType::Q8_0, DType::Q4_0}) {
+            auto m = engine::load_model(*tiny_gguf(name, t));
+            const auto on = decode_step_by_step(*engine_on(backend, m, DType::F16), ids);
+            ::setenv(env, "0", 1);
+            const auto off = decode_step_by_step(*engine_on(backend, m, DType::F16), ids);
+            ::unsetenv(env);
+            const double e = max_rel_row_error(on, off, m->hp.n_vocab);
+            std::printf("%s %s step by step, %s=0 against on: %.2e\n", name,
+                        std::string(dtype_name(t)).c_str(), env, e);
+            EXPECT_LT(e, 1e-5) << name << " " << dtype_name(t);
+        }
+    }
 }
 
 }  // namespace tandem::test

@@ -31,14 +31,7 @@ class Builder {
     }
     TensorId node(Op op, TensorId out, std::initializer_list<TensorId> src,
                   std::array<int32_t, 4> i = {0, 0, 0, 0}, std::array<float, 2> f = {0, 0}) {
-        Node n;
-        n.op = op;
-        n.out = out;
-        size_t k = 0;
-        for (TensorId s : src) n.src[k++] = s;
-        n.i = i;
-        n.f = f;
-        g_.add_node(n);
+        g_.add_node(make_node(op, out, src, i, f));
         return out;
     }
     TensorId act(const std::string& name, int64_t cols, int64_t rows = -1) {

@@ -8,6 +8,7 @@
 // file type and ggml shape {n_in, n_out, (n_expert)}.
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,19 @@ struct Node {
     std::array<int32_t, 4> i{0, 0, 0, 0};
     std::array<float, 2> f{0.0f, 0.0f};
 };
+
+// A node of op writing out from src (in order), with its integer and float parameters.
+inline Node make_node(Op op, TensorId out, std::initializer_list<TensorId> src,
+                      std::array<int32_t, 4> i = {0, 0, 0, 0}, std::array<float, 2> f = {0, 0}) {
+    Node n;
+    n.op = op;
+    n.out = out;
+    size_t k = 0;
+    for (TensorId s : src) n.src[k++] = s;
+    n.i = i;
+    n.f = f;
+    return n;
+}
 
 class Graph {
   public:
