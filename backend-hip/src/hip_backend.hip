@@ -416,6 +416,11 @@ void HipBackend::enqueue_step(const Graph& g) {
         profile_.mark(0, stream_);
         for (size_t i = 0; i < nodes.size(); ++i) {
             const Node& n = nodes[i];
+            if (enqueued_[i]) {  // ran in an earlier node's launch: no row of its own
+                profile_.node(i, "", 0.0);
+                profile_.mark(i + 1, stream_);
+                continue;
+            }
             profile_.node(i, profile_key(g, n, decode),
                           n.op == Op::MatMul ? double(weight_of(g, n.src[0]).desc.nbytes) : 0.0);
             // A fused run is timed as its first node ("+op" of the second, or "xN" matmuls with
@@ -785,20 +790,21 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
     }
     if (n < 2) return 0;
     const auto* x = reinterpret_cast<const float*>(data_of(g, first.src[1]));
+    auto over_x = [&](const Q8Matrix& p) {
+        return p.out < x + rows * n_in && x < p.out + p.n_out * rows;
+    };
     // The quantised input must not be an output of the group (it is read by every part).
     for (int i = 0; i < n; ++i)
-        if (m[i].out < x + rows * n_in && x < m[i].out + m[i].n_out * rows) return 0;
+        if (over_x(m[i])) return 0;
     if (!q8_matvec_supported(w0.type, n_in, w0.ne[1], rows)) return 0;
     Q8Rope rope{};
-    if (n >= 2 && qkv_rope_plan(g, at, w0.type, &rope)) {
+    if (qkv_rope_plan(g, at, w0.type, &rope)) {
         // q's part writes the roped q (the Rope node's output), not the matmul's.
         Q8Matrix roped[3] = {m[0], m[1], m[2]};
         roped[0].out = reinterpret_cast<float*>(data_of(g, nodes[at + 3].out));
-        const bool over_x =
-            roped[0].out < x + rows * n_in && x < roped[0].out + roped[0].n_out * rows;
         // n == 2: v has another weight type (Q4_K_M's Q6_K attn_v) and runs after this launch,
         // reading x: the roped q must not have taken x's memory then.
-        if (n == 3 || !over_x) {
+        if (n == 3 || !over_x(roped[0])) {
             quantise_input(x, rows, n_in);
             if (launch_matvec_q8_parts(w0.type, roped, n, n_in, q8_scratch_.data(), rows, stream_,
                                        &rope)) {
@@ -808,7 +814,7 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
                 }
                 // The roped q may take the memory of x (dead after q/k/v; the launch reads
                 // only its q8 copy): q8_scratch_ then no longer quantises what x holds.
-                if (over_x) q8_src_ = nullptr;
+                if (over_x(roped[0])) q8_src_ = nullptr;
                 return size_t(n) + 4;
             }
         }

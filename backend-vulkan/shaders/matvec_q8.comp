@@ -10,10 +10,11 @@
 // weight, so the kernel is bound by memory, not by issue. The activations are read from memory
 // (L1-resident: 4.5 KB per 4096 values), not staged. PARTS = 2, 3: as matvec.comp (q/k/v,
 // gate/up in one dispatch).
-// ROPE (PARTS = 3: q, k, v): the rotary embedding of q and k and the KV cache stores done here,
-// not by a dispatch stage of their own: a workgroup's rows are whole rotation pairs (adjacent
-// rows, or rows j and j + head_dim / 2 in NeoX mode), so it rotates its own results; q goes
-// to y (the roped q), k and v to the caches' rows n_past.. (f16 as whole 32-bit words).
+// ROPE (PARTS = 3: q, k, v; or 2: q, k when v has another weight type): the rotary embedding
+// of q and k and the KV cache stores done here, not by a dispatch stage of their own: a
+// workgroup's rows are whole rotation pairs (adjacent rows, or rows j and j + head_dim / 2 in
+// NeoX mode), so it rotates its own results; q goes to y (the roped q), k and v to the caches'
+// rows n_past.. (f16 as whole 32-bit words).
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_EXT_spirv_intrinsics : require
@@ -268,6 +269,16 @@ void item(Uints w, uint ro, uint it, inout float acc[TOK]) {
     }
 }
 
+// Row o's sum s for token k (slot r of the workgroup): plus its bias, then out (or kept for
+// rope_store).
+void finish_row(uint k, uint r, uint o, uint n_out, uint part, Floats y, Floats bias, float s) {
+    if (((p.has_bias >> part) & 1u) != 0u) s += bias.v[o];
+    if (ROPE != 0u)
+        fin[k * ROWS + r] = s;
+    else
+        y.v[k * n_out + o] = s;
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x, r = tid / TPR, lane = tid % TPR;
     uint o = (gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u) * ROWS + r;
@@ -318,11 +329,7 @@ void main() {
         for (uint k = lane; k < nt && live; k += TPR) {
             float s = 0.0;
             for (uint j = 0u; j < per_row; ++j) s += red[k * WG + r * per_row + j];
-            if (((p.has_bias >> part) & 1u) != 0u) s += bias.v[o];
-            if (ROPE != 0u)
-                fin[k * ROWS + r] = s;
-            else
-                y.v[k * n_out + o] = s;
+            finish_row(k, r, o, n_out, part, y, bias, s);
         }
     } else {
         [[unroll]] for (uint k = 0u; k < TOK; ++k) red[k * WG + tid] = acc[k];
@@ -332,14 +339,8 @@ void main() {
                 [[unroll]] for (uint k = 0u; k < TOK; ++k) red[k * WG + tid] += red[k * WG + tid + st];
             barrier();
         }
-        for (uint k = lane; k < nt && live; k += TPR) {
-            float s = red[k * WG + r * TPR];
-            if (((p.has_bias >> part) & 1u) != 0u) s += bias.v[o];
-            if (ROPE != 0u)
-                fin[k * ROWS + r] = s;
-            else
-                y.v[k * n_out + o] = s;
-        }
+        for (uint k = lane; k < nt && live; k += TPR)
+            finish_row(k, r, o, n_out, part, y, bias, red[k * WG + r * TPR]);
     }
     if (ROPE != 0u) rope_store(tid, nt, part, base, live);
 }

@@ -121,18 +121,20 @@ class VulkanBackend final : public Backend {
     void quantize_q8(const Ref& x, int64_t n_in, int64_t T);
     // Grows q8_buf_ for the graph's q8 matmuls (before recording, like ensure_attention_partials).
     void ensure_q8_buffer(const Graph& g);
-    // The MatMul nodes (1-3 reading one input, without bias when more than one) as one
-    // matvec_q8 dispatch; false (nothing recorded) when they cannot take the q8 path.
-    // rope: q/k/v with their rotary embedding and KV stores (matvec_q8.comp ROPE).
+    // The MatMul nodes (1-3 reading one input, each with its bias or none) as one matvec_q8
+    // dispatch; false (nothing recorded) when they cannot take the q8 path. rope: q/k(/v) with
+    // their rotary embedding and KV stores (matvec_q8.comp ROPE).
     struct QkvRope {
         Ref q_rope, k_cache, v_cache;
-        // head_dim (<= 256) | NeoX << 9 | f16 cache << 10 | (cos/sin table's offset in io_) / 256
-        // << 11
+        // head_dim (<= 256) | NeoX << 9 | f16 cache << 10 | the cos/sin table's offset in io_,
+        // in 256-byte units, << 11
         uint32_t params;
         uint32_t rows;  // rows per workgroup: whole rotation pairs
     };
     bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
                           const QkvRope* rope = nullptr);
+    // Nodes at.. are q/k/v with their ropes and KV stores (match_qkv_rope) that matvec_q8 can
+    // rope and store itself: the plan for it; false: not applicable (or TANDEM_VK_QKV_ROPE=0).
     bool qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const;
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.

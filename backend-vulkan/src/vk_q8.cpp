@@ -163,7 +163,7 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
 // matvec ropes and stores them itself (ROPE) when cos/sin come from the host's table (host
 // positions) and its workgroups can hold whole rotation pairs.
 bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const {
-    if (!fuse_) return false;
+    if (!fuse_ || !q8_rope_) return false;
     const auto m = match_qkv_rope(g, at);
     if (!m || m->head_dim % 4 != 0 || m->head_dim > 256) return false;
     const auto tq = rope_table_.find(m->rope_q), tk = rope_table_.find(m->rope_k);

@@ -172,15 +172,16 @@ size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
     size_t n = group(true);
     const Node* mats[3] = {&first, n > 1 ? &nodes[at + 1] : nullptr,
                            n > 2 ? &nodes[at + 2] : nullptr};
+    // q/k/v with their ropes and KV stores after them. With n == 2, v has another weight type
+    // (Q4_K_M's Q6_K attn_v layers): q + k rope and store k, v and its store run after them as
+    // usual and the ropes and K store are marked done; the roped q is then written before v
+    // reads the input, so it must not take the input's memory (the planner may give it once v
+    // has run).
     QkvRope rope;
-    if (n == 3 && q8_rope_ && qkv_rope_plan(g, at, &rope) && record_matvec_q8(g, mats, n, &rope))
-        return n + 4;
-    // v of another weight type (Q4_K_M's Q6_K attn_v layers): q + k rope and store k; v and its
-    // store run after them as usual, the ropes and the K store are marked done. The roped q is
-    // then written before v reads the input, so it must not take the input's memory (the
-    // planner may give it once v has run).
-    if (n == 2 && q8_rope_ && qkv_rope_plan(g, at, &rope) &&
-        !overlap(rope.q_rope, ref(g, first.src[1])) && record_matvec_q8(g, mats, n, &rope)) {
+    if (n >= 2 && qkv_rope_plan(g, at, &rope) &&
+        (n == 3 || !overlap(rope.q_rope, ref(g, first.src[1]))) &&
+        record_matvec_q8(g, mats, n, &rope)) {
+        if (n == 3) return n + 4;
         done_[at + 3] = done_[at + 4] = done_[at + 5] = true;
         return n;
     }
