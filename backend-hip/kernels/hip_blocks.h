@@ -121,6 +121,33 @@ struct Blocks<DType::Q8_0> {
     }
 };
 
+// Repacked Q4_0 / Q8_0 (hip_packed.h): a block's scale is half-word b % 8 of its group of 8
+// and its quants 16-byte aligned (one or two 16-byte loads instead of 2-byte ones); decoded as
+// the file blocks.
+template <DType P, DType F, int Quant>
+struct BlocksPacked {
+    static constexpr bool kFast = true, kWide = true;
+    static constexpr int kWeights = 32;
+    using Raw = typename Blocks<F>::Raw;
+    __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
+        const uint8_t* grp = row + (u / 8) * (16 + 8 * Quant);
+        r.d = f16_fast(reinterpret_cast<const uint16_t*>(grp)[u % 8]);
+        const auto* q = reinterpret_cast<const uint4*>(grp + 16 + (u % 8) * Quant);
+#pragma unroll
+        for (int i = 0; i < Quant / 16; ++i) {
+            const uint4 v = q[i];
+            r.q[4 * i] = v.x, r.q[4 * i + 1] = v.y, r.q[4 * i + 2] = v.z, r.q[4 * i + 3] = v.w;
+        }
+    }
+    __device__ static void piece(const Raw& r, int p, float* w) {
+        Blocks<F>::piece(r, p, w);
+    }
+};
+template <>
+struct Blocks<kQ4_0R> : BlocksPacked<kQ4_0R, DType::Q4_0, 16> {};
+template <>
+struct Blocks<kQ8_0R> : BlocksPacked<kQ8_0R, DType::Q8_0, 32> {};
+
 // Q4_K/Q5_K super-block of 256: {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}. Unit = chunk c
 // of 64 weights: qs[32c..32c+32), low nibbles are sub-block 2c, high nibbles sub-block 2c+1;
 // Q5_K adds bit (2c or 2c+1) of qh[l] as the fifth bit.

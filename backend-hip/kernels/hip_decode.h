@@ -4,6 +4,7 @@
 // Included by .hip files only.
 #include <cstdint>
 
+#include "hip_packed.h"
 #include "hip_weight_types.h"
 #include "tandem/common/dtype.h"
 
@@ -94,6 +95,16 @@ __device__ inline float load_weight(const uint8_t* row, int64_t i) {
     if constexpr (T == DType::BF16)
         return bf16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
     const int64_t b = i / 32, j = i % 32;
+    if constexpr (is_packed(T)) {
+        // Groups of 8 blocks: [8 f16 scales][8 x 16 (Q4_0) or 32 (Q8_0) quant bytes].
+        constexpr int64_t quant = T == kQ4_0R ? 16 : 32;
+        const uint8_t* grp = row + (b / 8) * (16 + 8 * quant);
+        const float d = half_at(grp + 2 * (b % 8));
+        const uint8_t* qs = grp + 16 + (b % 8) * quant;
+        if constexpr (T == kQ8_0R) return d * float(static_cast<int8_t>(qs[j]));
+        const int q = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+        return d * float(q - 8);
+    }
     if constexpr (T == DType::Q8_0) {  // {d, int8 q[32]}
         const uint8_t* blk = row + b * 34;
         return half_at(blk) * float(static_cast<int8_t>(blk[2 + j]));

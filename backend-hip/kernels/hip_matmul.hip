@@ -183,7 +183,8 @@ bool matvec_typed(const void* w, int64_t n_in, int64_t n_out, const float* x, in
         return false;
     } else {
         using B = Blocks<T>;
-        const auto stride = static_cast<int64_t>(row_bytes(T, static_cast<uint64_t>(n_in)));
+        const auto stride =
+            static_cast<int64_t>(row_bytes(file_type(T), static_cast<uint64_t>(n_in)));
         // Whole units per row, float4 activation loads, and the load width's alignment.
         if (n_in % B::kWeights != 0 || !aligned(x, 16) || !rows_aligned<T>(w, stride)) return false;
         if (n_tok == 1)
@@ -204,6 +205,11 @@ bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const
                    int64_t n_tok, const float* bias, float* out, hipStream_t s) {
     if (n_tok < 1 || n_tok > kMatvecMaxTokens || n_out < 1 || n_in < 1) return false;
     if ((n_out + kMvRowsPerBlock - 1) / kMvRowsPerBlock > kMaxGridX) return false;
+    bool ok = false;
+    if (visit_packed(type, [&](auto P) {
+            ok = matvec_typed<decltype(P)::value>(w, n_in, n_out, x, n_tok, bias, out, s);
+        }))
+        return ok;
     switch (type) {
         case DType::F16:
             return matvec_typed<DType::F16>(w, n_in, n_out, x, n_tok, bias, out, s);
@@ -229,9 +235,19 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
     if (n_tok < 1 || n_out < 1 || n_in < 1 || n_in % kTileK != 0 || !aligned(x, 16)) return false;
     const int64_t gx = (n_out + kTileOut - 1) / kTileOut, gy = (n_tok + kTileTok - 1) / kTileTok;
     if (gx > kMaxGridX || gy > kMaxGridY) return false;
-    const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
+    const auto stride =
+        static_cast<int64_t>(row_bytes(file_type(type), static_cast<uint64_t>(n_in)));
     const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block(kTiledThreads);
     const auto* wb = static_cast<const uint8_t*>(w);
+    bool ok = false;
+    if (visit_packed(type, [&](auto P) {
+            constexpr DType T = decltype(P)::value;
+            if (!rows_aligned<T>(w, stride)) return;
+            hipLaunchKernelGGL(k_mat_mul_tiled<T>, grid, block, 0, s, wb, n_in, stride, n_out, x,
+                               n_tok, bias, out);
+            ok = true;
+        }))
+        return ok;
     switch (type) {
 #define TANDEM_CASE(T)                                                                            \
     case DType::T:                                                                                \

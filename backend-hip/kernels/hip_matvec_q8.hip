@@ -163,7 +163,8 @@ __global__ void __launch_bounds__(kQ8Threads)
 // 16 bytes: 128 per 4096-row, one per lane of a block), Q4_0 237 / 245 / 228; Q5_K follows Q4_K
 // (same items), Q8_0 follows Q4_0 since its items are block pairs too (64 per 4096-row), Q6_K
 // keeps 4. TANDEM_HIP_Q8_GROUPS = 1, 2 or 4 overrides, for tuning.
-int q8_groups_per_row(DType t) {
+int q8_groups_per_row(DType type) {
+    const DType t = file_type(type);
     // Read at every launch (a getenv per matmul when enqueued; replayed graphs keep theirs), so
     // one process can compare the settings.
     if (const char* v = std::getenv("TANDEM_HIP_Q8_GROUPS")) {
@@ -197,7 +198,7 @@ template <DType T>
 bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_t n_tok,
                   hipStream_t s, const Q8Rope* rope) {
     using D = Q8Dot<T>;
-    const auto stride = static_cast<int64_t>(row_bytes(T, static_cast<uint64_t>(n_in)));
+    const auto stride = static_cast<int64_t>(row_bytes(file_type(T), static_cast<uint64_t>(n_in)));
     if (stride % D::kAlign != 0) return false;
     Q8Parts parts{};
     parts.n = n;
@@ -228,6 +229,7 @@ bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_
 bool q8_matvec_supported(DType type, int64_t n_in, int64_t n_out, int64_t n_tok) {
     if (n_tok < 1 || n_tok > kMatvecMaxTokens || n_in < 1 || n_out < 1 || n_out > kMaxGridX)
         return false;
+    if (is_packed(type)) return n_in % 256 == 0;  // whole groups of 8 blocks
     switch (type) {
         case DType::Q4_0:
         case DType::Q8_0:
@@ -276,6 +278,11 @@ bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, 
         rows += m[i].n_out;
     }
     if (rows > kMaxGridX) return false;
+    bool ok = false;
+    if (visit_packed(type, [&](auto P) {
+            ok = matvec_q8_as<decltype(P)::value>(m, n, n_in, q8, n_tok, s, rope);
+        }))
+        return ok;
     switch (type) {
         case DType::Q4_0:
             return matvec_q8_as<DType::Q4_0>(m, n, n_in, q8, n_tok, s, rope);

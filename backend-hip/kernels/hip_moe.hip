@@ -107,7 +107,13 @@ void launch_proj(DType type, const void* w, int64_t n_embd, int64_t n_ff, int64_
                  const float* x, const float* route, int64_t n_slots, int k, int first, float* h,
                  hipStream_t s) {
     const dim3 grid(static_cast<unsigned>(n_ff), static_cast<unsigned>(n_slots)), block(kProjBlock);
-    const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_embd)));
+    const auto stride =
+        static_cast<int64_t>(row_bytes(file_type(type), static_cast<uint64_t>(n_embd)));
+    if (visit_packed(type, [&](auto P) {
+            hipLaunchKernelGGL(k_moe_proj<decltype(P)::value>, grid, block, 0, s, w, n_embd, stride,
+                               n_ff, n_local, x, route, k, first, h);
+        }))
+        return;
     switch (type) {
 #define TANDEM_CASE(T)                                                                       \
     case DType::T:                                                                           \
@@ -125,7 +131,13 @@ void launch_down(DType type, const void* w, int64_t n_ff, int64_t n_embd, int64_
                  const float* h, const float* route, int64_t n_tok, int k, int first, float* y,
                  hipStream_t s) {
     const dim3 grid(static_cast<unsigned>(n_embd), static_cast<unsigned>(n_tok)), block(kProjBlock);
-    const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_ff)));
+    const auto stride =
+        static_cast<int64_t>(row_bytes(file_type(type), static_cast<uint64_t>(n_ff)));
+    if (visit_packed(type, [&](auto P) {
+            hipLaunchKernelGGL(k_moe_down<decltype(P)::value>, grid, block, 0, s, w, n_ff, stride,
+                               n_embd, n_local, h, route, k, first, y);
+        }))
+        return;
     switch (type) {
 #define TANDEM_CASE(T)                                                                       \
     case DType::T:                                                                           \

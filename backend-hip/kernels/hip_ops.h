@@ -1,10 +1,12 @@
 #pragma once
 // Launchers of the HIP kernels (device pointers, one stream). Every launcher enqueues work on
 // `s` and returns at once; errors surface at the step's synchronisation. Shapes follow the step
-// graph: activations are row-major [rows, cols] f32; weights keep their file type.
+// graph: activations are row-major [rows, cols] f32; a weight's type is the layout its kernels
+// read: its file type, or a repacked one (kQ4_0R / kQ8_0R, hip_packed.h).
 #include <cstdint>
 #include <string>
 
+#include "hip_packed.h"
 #include "tandem/common/dtype.h"
 #include "tandem/common/error.h"
 

@@ -342,18 +342,25 @@ bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, 
     return true;
 }
 
-void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows,
+void launch_get_rows(DType kind, const void* table, int64_t n_in, int64_t n_rows,
                      const int32_t* ids, int64_t n, float* out, hipStream_t s) {
     launch_require(table && ids && out, "get_rows", "null tensor");
+    const DType type = file_type(kind);  // kind: the layout the kernels read (hip_packed.h)
     launch_require(weight_type_supported(type), "get_rows",
                    "weight type " + std::string(dtype_name(type)));
-    launch_require(n_in > 0 && n_in % int64_t(dtype_traits(type).block_elems) == 0 && n_rows > 0,
+    launch_require(n_in > 0 && n_in % int64_t(dtype_traits(type).block_elems) == 0 && n_rows > 0 &&
+                       (!is_packed(kind) || n_in % 256 == 0),
                    "get_rows",
                    "table shape " + std::to_string(n_in) + "x" + std::to_string(n_rows));
     launch_require(n >= 0 && n <= kMaxGridX, "get_rows", std::to_string(n) + " ids");
     if (n == 0) return;
     const dim3 grid(static_cast<unsigned>(n)), block(kBlock);
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
+    if (visit_packed(kind, [&](auto P) {
+            hipLaunchKernelGGL(k_get_rows<decltype(P)::value>, grid, block, 0, s, table, n_in,
+                               stride, n_rows, ids, out);
+        }))
+        return;
     switch (type) {
 #define TANDEM_CASE(T)                                                                           \
     case DType::T:                                                                               \
@@ -367,27 +374,35 @@ void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows
     }
 }
 
-void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
+void launch_mat_mul(DType kind, const void* w, int64_t n_in, int64_t n_out, const float* x,
                     int64_t n_tok, const float* bias, float* out, hipStream_t s) {
     launch_require(w && x && out, "mat_mul", "null tensor");
+    const DType type = file_type(kind);  // kind: the layout the kernels read (hip_packed.h)
     launch_require(weight_type_supported(type), "mat_mul",
                    "weight type " + std::string(dtype_name(type)));
     launch_require(n_in > 0 && n_in % int64_t(dtype_traits(type).block_elems) == 0, "mat_mul",
                    "n_in " + std::to_string(n_in) + " is not a whole number of " +
                        std::string(dtype_name(type)) + " blocks");
+    launch_require(!is_packed(kind) || n_in % 256 == 0, "mat_mul",
+                   "repacked rows of " + std::to_string(n_in));
     launch_require(n_out >= 0 && n_out <= kMaxGridX && n_tok >= 0, "mat_mul",
                    std::to_string(n_out) + " outputs, " + std::to_string(n_tok) + " tokens");
     if (n_out == 0 || n_tok == 0) return;
     // Fast paths first: a decode matvec for a few tokens, a tiled matmul for prefill; both
     // decline shapes/types/alignments they do not cover and the generic kernel runs.
-    if (n_tok <= kMatvecMaxTokens && launch_matvec(type, w, n_in, n_out, x, n_tok, bias, out, s))
+    if (n_tok <= kMatvecMaxTokens && launch_matvec(kind, w, n_in, n_out, x, n_tok, bias, out, s))
         return;
     if (n_tok > kMatvecMaxTokens &&
-        launch_mat_mul_tiled(type, w, n_in, n_out, x, n_tok, bias, out, s))
+        launch_mat_mul_tiled(kind, w, n_in, n_out, x, n_tok, bias, out, s))
         return;
     launch_require(n_tok <= kMaxGridY, "mat_mul", std::to_string(n_tok) + " tokens");
     const dim3 grid(static_cast<unsigned>(n_out), static_cast<unsigned>(n_tok)), block(kRowBlock);
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
+    if (visit_packed(kind, [&](auto P) {
+            hipLaunchKernelGGL(k_mat_mul<decltype(P)::value>, grid, block, 0, s, w, n_in, stride, x,
+                               bias, n_out, out);
+        }))
+        return;
     switch (type) {
 #define TANDEM_CASE(T)                                                                       \
     case DType::T:                                                                           \

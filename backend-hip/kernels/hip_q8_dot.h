@@ -6,6 +6,7 @@
 // few device names used), without a GPU.
 #include <cstdint>
 
+#include "hip_packed.h"
 #include "hip_weight_types.h"
 #include "tandem/common/dtype.h"
 
@@ -164,6 +165,50 @@ struct Q8Dot<DType::Q8_0> {
         pair_dot<TM>(w, d0, d1, b, x, n_tok, acc);
     }
 };
+
+// Repacked Q4_0 / Q8_0 (hip_packed.h: groups of 8 blocks, [8 f16 scales][8 x Quant bytes]):
+// items of two blocks as Q4_0 / Q8_0 above, pair k = b % 4 of group b / 4: both scales are
+// word k of the group, the quants 2 (Q4_0) or 4 (Q8_0) 16-byte loads.
+template <int Quant>
+struct Q8DotPacked {
+    static constexpr int kWeights = 64, kItems = 1, kAlign = 16;
+    template <int TM>
+    __device__ static void dot(const uint8_t* row, int64_t b, int, const Act* x, int n_tok,
+                               float (&acc)[TM]) {
+        const uint8_t* grp = row + (b / 4) * (16 + 8 * Quant);
+        const uint32_t dd = reinterpret_cast<const uint32_t*>(grp)[b % 4];
+        const auto* q = reinterpret_cast<const uint4*>(grp + 16 + (b % 4) * 2 * Quant);
+        uint4 v[Quant / 8];
+        TANDEM_Q8_UNROLL
+        for (int i = 0; i < Quant / 8; ++i) v[i] = q[i];
+        int w[2][8];
+        if constexpr (Quant == 16) {
+            // Block e's weights 0..15 (low nibbles) then 16..31 (high nibbles), minus 8.
+            TANDEM_Q8_UNROLL
+            for (int e = 0; e < 2; ++e) {
+                const uint32_t qw[4] = {v[e].x, v[e].y, v[e].z, v[e].w};
+                TANDEM_Q8_UNROLL
+                for (int i = 0; i < 4; ++i) {
+                    w[e][i] = minus8(qw[i] & 0x0F0F0F0Fu);
+                    w[e][4 + i] = minus8((qw[i] >> 4) & 0x0F0F0F0Fu);
+                }
+            }
+        } else {
+            TANDEM_Q8_UNROLL
+            for (int e = 0; e < 2; ++e) {
+                const uint4 a = v[2 * e], c = v[2 * e + 1];
+                w[e][0] = int(a.x), w[e][1] = int(a.y), w[e][2] = int(a.z), w[e][3] = int(a.w);
+                w[e][4] = int(c.x), w[e][5] = int(c.y), w[e][6] = int(c.z), w[e][7] = int(c.w);
+            }
+        }
+        pair_dot<TM>(w, f16_bits_to_f32(uint16_t(dd & 0xffffu)),
+                     f16_bits_to_f32(uint16_t(dd >> 16)), b, x, n_tok, acc);
+    }
+};
+template <>
+struct Q8Dot<kQ4_0R> : Q8DotPacked<16> {};
+template <>
+struct Q8Dot<kQ8_0R> : Q8DotPacked<32> {};
 
 // Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..7) =
 // chunk c = k / 2 (qs bytes 32c..32c+31), bytes 16j..16j+15 of it (j = k % 2, one 16-byte load):

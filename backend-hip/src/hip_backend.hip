@@ -18,6 +18,7 @@
 #include "hip_profile.h"
 #include "tandem/backend/collective.h"
 #include "tandem/backend/fusion.h"
+#include "tandem/backend/weight_repack.h"
 #include "tandem/common/error.h"
 
 namespace tandem::hip {
@@ -62,6 +63,7 @@ class HipBackend final : public Backend {
             clock_khz_ = 2000000;
         q8_enabled_ = env_switch("TANDEM_HIP_Q8", 1) != 0;
         qkv_rope_ = env_switch("TANDEM_HIP_QKV_ROPE", 1) != 0;
+        repack_ = env_switch("TANDEM_HIP_REPACK", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
     }
     ~HipBackend() override {
@@ -86,6 +88,7 @@ class HipBackend final : public Backend {
         dst.buf = DeviceBuffer();
         dst.dev = nullptr;
         dst.host = nullptr;
+        dst.kind = w.type;
         weight_bytes_ += w.nbytes;
         if (host_weights_ && keep_host && w.nbytes > 0) {
             // Used in place: registered with the runtime (merged page ranges) before the next
@@ -96,6 +99,23 @@ class HipBackend final : public Backend {
         }
         dst.buf = DeviceBuffer(w.nbytes);
         dst.dev = dst.buf.data();
+        dst.kind = w.type;
+        if (repack_ && (w.type == DType::Q4_0 || w.type == DType::Q8_0) && repackable(w)) {
+            // Copied anyway, so repacked on the way (16-byte aligned quants for the kernels), in
+            // pieces of about 64 MiB of rows.
+            dst.kind = packed_type(w.type);
+            const uint64_t rb = row_bytes(w.type, uint64_t(w.ne[0])), rows = w.nbytes / rb;
+            const uint64_t step = std::max<uint64_t>(1, (64ull << 20) / rb);
+            std::vector<uint8_t> piece(std::min(rows, step) * rb);
+            for (uint64_t r = 0; r < rows; r += step) {
+                const uint64_t n = std::min(step, rows - r);
+                repack_rows(w, r, n, piece.data());
+                check(
+                    hipMemcpy(dst.buf.data() + r * rb, piece.data(), n * rb, hipMemcpyHostToDevice),
+                    ("uploading weight '" + w.name + "'").c_str());
+            }
+            return;
+        }
         check(hipMemcpy(dst.buf.data(), w.data, w.nbytes, hipMemcpyHostToDevice),
               ("uploading weight '" + w.name + "'").c_str());
     }
@@ -145,6 +165,7 @@ class HipBackend final : public Backend {
         DeviceBuffer buf;               // own copy in device memory, or
         const uint8_t* host = nullptr;  // the caller's bytes, used in place once mapped
         const uint8_t* dev = nullptr;   // what kernels read
+        DType kind = DType::F32;        // the layout they read: desc.type or a repacked one
     };
     struct Kv {
         KvDesc desc;
@@ -224,6 +245,9 @@ class HipBackend final : public Backend {
     bool graphs_enabled_ = true;
     // Unified memory: registered page ranges of the weights used in place.
     bool host_weights_ = false, host_map_stale_ = false;
+    // Q4_0 / Q8_0 weights copied to the device are repacked (hip_packed.h); TANDEM_HIP_REPACK=0
+    // keeps the file layout.
+    bool repack_ = true;
     std::vector<HostRange> host_ranges_;
     double copy_bw_ = -1;
     NodeProfile profile_{env_switch("TANDEM_HIP_PROFILE", 0) != 0};
@@ -614,8 +638,9 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                                                    g.tensor(n.src[2]).ne[1]));
         if (n.op == Op::MatMul && q8_enabled_) {
             const GraphTensor& x = g.tensor(n.src[1]);
-            const WeightDesc& w = weight_of(g, n.src[0]).desc;
-            if (q8_matvec_supported(w.type, w.ne[0], w.ne[1], x.rows()))
+            const Weight& wt = weight_of(g, n.src[0]);
+            const WeightDesc& w = wt.desc;
+            if (q8_matvec_supported(wt.kind, w.ne[0], w.ne[1], x.rows()))
                 q8_bytes = std::max(q8_bytes, q8_act_bytes(w.ne[0], x.rows()));
         }
         if (n.op == Op::Attention)
@@ -702,8 +727,9 @@ bool HipBackend::q8_for_next_matmul(const Graph& g, const Node& n) const {
     const Node& next = nodes[at + 1];
     if (next.op != Op::MatMul || next.src[1] != n.out) return false;
     const GraphTensor& x = g.tensor(n.out);
-    const WeightDesc& w = weight_of(g, next.src[0]).desc;
-    return w.ne[0] == x.cols() && q8_matvec_supported(w.type, w.ne[0], w.ne[1], x.rows()) &&
+    const Weight& wt = weight_of(g, next.src[0]);
+    const WeightDesc& w = wt.desc;
+    return w.ne[0] == x.cols() && q8_matvec_supported(wt.kind, w.ne[0], w.ne[1], x.rows()) &&
            q8_scratch_.size() >= q8_act_bytes(x.cols(), x.rows());
 }
 
@@ -773,7 +799,9 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
     if (!q8_enabled_ || first.op != Op::MatMul) return 0;
     const GraphTensor& xt = g.tensor(first.src[1]);
     const int64_t rows = xt.rows(), n_in = xt.cols();
-    const WeightDesc& w0 = weight_of(g, first.src[0]).desc;
+    const Weight& first_w = weight_of(g, first.src[0]);
+    const WeightDesc& w0 = first_w.desc;
+    const DType kind = first_w.kind;
     if (w0.ne[0] != n_in || q8_scratch_.size() < q8_act_bytes(n_in, rows)) return 0;
     Q8Matrix m[kQ8MaxParts];
     int n = 0;
@@ -781,7 +809,7 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
         const Node& k = nodes[at + size_t(n)];
         if (k.op != Op::MatMul || k.src[1] != first.src[1]) break;
         const Weight& w = weight_of(g, k.src[0]);
-        if (w.desc.type != w0.type || w.desc.ne[0] != n_in) break;
+        if (w.kind != kind || w.desc.ne[0] != n_in) break;
         m[n] = Q8Matrix{
             w.dev, w.desc.ne[1],
             k.src[2] == kNoTensor ? nullptr : reinterpret_cast<const float*>(data_of(g, k.src[2])),
@@ -796,9 +824,9 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
     // The quantised input must not be an output of the group (it is read by every part).
     for (int i = 0; i < n; ++i)
         if (over_x(m[i])) return 0;
-    if (!q8_matvec_supported(w0.type, n_in, w0.ne[1], rows)) return 0;
+    if (!q8_matvec_supported(kind, n_in, w0.ne[1], rows)) return 0;
     Q8Rope rope{};
-    if (qkv_rope_plan(g, at, w0.type, &rope)) {
+    if (qkv_rope_plan(g, at, kind, &rope)) {
         // q's part writes the roped q (the Rope node's output), not the matmul's.
         Q8Matrix roped[3] = {m[0], m[1], m[2]};
         roped[0].out = reinterpret_cast<float*>(data_of(g, nodes[at + 3].out));
@@ -806,7 +834,7 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
         // reading x: the roped q must not have taken x's memory then.
         if (n == 3 || !over_x(roped[0])) {
             quantise_input(x, rows, n_in);
-            if (launch_matvec_q8_parts(w0.type, roped, n, n_in, q8_scratch_.data(), rows, stream_,
+            if (launch_matvec_q8_parts(kind, roped, n, n_in, q8_scratch_.data(), rows, stream_,
                                        &rope)) {
                 if (n == 2) {  // the ropes and the K store are done; v and its store follow
                     enqueued_[at + 3] = enqueued_[at + 4] = enqueued_[at + 5] = true;
@@ -820,9 +848,8 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
         }
     }
     quantise_input(x, rows, n_in);
-    return launch_matvec_q8_parts(w0.type, m, n, n_in, q8_scratch_.data(), rows, stream_)
-               ? size_t(n)
-               : 0;
+    return launch_matvec_q8_parts(kind, m, n, n_in, q8_scratch_.data(), rows, stream_) ? size_t(n)
+                                                                                       : 0;
 }
 
 // q, k, v (nodes[at..at+2]) with their ropes and KV stores after them (match_qkv_rope): the
@@ -901,7 +928,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
         }
         case Op::GetRows: {
             const Weight& w = weight_of(g, n.src[0]);
-            launch_get_rows(w.desc.type, w.dev, w.desc.ne[0], w.desc.ne[1],
+            launch_get_rows(w.kind, w.dev, w.desc.ne[0], w.desc.ne[1],
                             reinterpret_cast<const int32_t*>(data_of(g, n.src[1])), out.rows(), y,
                             stream_);
             break;
@@ -911,16 +938,16 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             const float* x = f32(n.src[1]);
             const int64_t rows = g.tensor(n.src[1]).rows(), n_in = w.desc.ne[0];
             if (q8_enabled_ && q8_scratch_.size() >= q8_act_bytes(n_in, rows) &&
-                q8_matvec_supported(w.desc.type, n_in, w.desc.ne[1], rows)) {
+                q8_matvec_supported(w.kind, n_in, w.desc.ne[1], rows)) {
                 quantise_input(x, rows, n_in);
-                if (launch_matvec_q8(w.desc.type, w.dev, n_in, w.desc.ne[1], q8_scratch_.data(),
-                                     rows, opt_f32(n.src[2]), y, stream_)) {
+                if (launch_matvec_q8(w.kind, w.dev, n_in, w.desc.ne[1], q8_scratch_.data(), rows,
+                                     opt_f32(n.src[2]), y, stream_)) {
                     // An output over the input would make the quantised copy stale.
                     if (y < x + rows * n_in && x < y + ne) q8_src_ = nullptr;
                     break;
                 }
             }
-            launch_mat_mul(w.desc.type, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
+            launch_mat_mul(w.kind, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
                            g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_);
             break;
         }
@@ -963,9 +990,9 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             a.gate = gw.dev;
             a.up = uw.dev;
             a.down = dw.dev;
-            a.gate_type = gw.desc.type;
-            a.up_type = uw.desc.type;
-            a.down_type = dw.desc.type;
+            a.gate_type = gw.kind;
+            a.up_type = uw.kind;
+            a.down_type = dw.kind;
             a.n_tok = out.rows();
             a.n_embd = gw.desc.ne[0];
             a.n_ff = gw.desc.ne[1];

@@ -24,6 +24,7 @@
 
 #include "../backend-ops/fused_path_checks.h"
 #include "hip_test_support.h"
+#include "tandem/backend/weight_repack.h"
 
 // Plain C++ stand-ins for the device names hip_q8_dot.h uses (dot4 takes its plain-sum branch).
 #define __device__
@@ -61,10 +62,11 @@ namespace {
 const std::vector<DType> kQ8Types = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
                                      DType::Q6_K};
 
-// The matvec's items run on the host over every row: out[t, o] for T <= 8 tokens.
+// The matvec's items run on the host over every row: out[t, o] for T <= 8 tokens; `bytes`: the
+// weight in the layout T reads (w.bytes unless repacked).
 template <DType T>
 std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<float>& x,
-                                     int64_t n_tok) {
+                                     int64_t n_tok, const uint8_t* bytes = nullptr) {
     using D = hip::Q8Dot<T>;
     const int64_t n_in = w.ne[0], n_out = w.ne[1];
     // The activations as k_quantize_q8 lays them out: int8 values, (d, s) per 32.
@@ -87,14 +89,15 @@ std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<flo
         act[t].q = reinterpret_cast<const int*>(q.data() + tt * n_in);
         act[t].ds = ds.data() + tt * (n_in / 32);
     }
-    const size_t rb = row_bytes(T, uint64_t(n_in));
+    const size_t rb = row_bytes(hip::file_type(T), uint64_t(n_in));
+    if (!bytes) bytes = w.bytes.data();
     std::vector<float> out(size_t(n_tok * n_out));
     for (int64_t o = 0; o < n_out; ++o) {
         float acc[8] = {};
         const int64_t n_items = n_in / D::kWeights * D::kItems;
         for (int64_t it = 0; it < n_items; ++it)
-            D::template dot<8>(w.bytes.data() + o * rb, it / D::kItems, int(it % D::kItems), act,
-                               int(n_tok), acc);
+            D::template dot<8>(bytes + o * rb, it / D::kItems, int(it % D::kItems), act, int(n_tok),
+                               acc);
         for (int64_t t = 0; t < n_tok; ++t) out[size_t(t * n_out + o)] = acc[t];
     }
     return out;
@@ -121,6 +124,12 @@ TEST(HipSpeedPaths, Q8ItemsOnTheHostMatchTheQuantisedProduct) {
             check(DType::Q4_K, host_items_matvec<DType::Q4_K>(w4k, x, T), w4k);
             check(DType::Q5_K, host_items_matvec<DType::Q5_K>(w5k, x, T), w5k);
             check(DType::Q6_K, host_items_matvec<DType::Q6_K>(w6k, x, T), w6k);
+            // The repacked layouts (weight_repack.h) discrete GPUs upload Q4_0 / Q8_0 in.
+            std::vector<uint8_t> p40(w40.bytes.size()), p80(w80.bytes.size());
+            repack_rows(w40.desc("q4_0"), 0, uint64_t(n_out), p40.data());
+            repack_rows(w80.desc("q8_0"), 0, uint64_t(n_out), p80.data());
+            check(DType::Q4_0, host_items_matvec<hip::kQ4_0R>(w40, x, T, p40.data()), w40);
+            check(DType::Q8_0, host_items_matvec<hip::kQ8_0R>(w80, x, T, p80.data()), w80);
         }
 }
 
@@ -181,6 +190,55 @@ TEST(HipSpeedPaths, Q8MatvecLaneGroupsPerRow) {
             }
     }
     ::unsetenv("TANDEM_HIP_Q8_GROUPS");
+}
+
+// Q4_0 / Q8_0 weights repacked at upload (the default where weights are copied;
+// TANDEM_HIP_REPACK=0 keeps the file layout) through every kernel that reads them: the q8 and
+// f32 decode matvecs, the tiled prefill matmul, get_rows, and the same weights in the file
+// layout; rows that are not whole groups of 8 blocks are not repacked.
+TEST(HipSpeedPaths, RepackedWeightsEveryKernel) {
+    const struct {
+        int64_t n_in, n_out, T;
+    } cases[] = {{4096, 21, 1}, {2304, 37, 3}, {14336, 5, 8}, {512, 70, 70}, {96, 9, 2}};
+    for (const char* repack : {"1", "0"})
+        for (const char* q8 : {"1", "0"}) {
+            ::setenv("TANDEM_HIP_REPACK", repack, 1);
+            ::setenv("TANDEM_HIP_Q8", q8, 1);
+            auto hip = hip_backend();
+            ::unsetenv("TANDEM_HIP_REPACK");
+            ::unsetenv("TANDEM_HIP_Q8");
+            if (!hip)
+                GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this "
+                                "host)";
+            for (const auto& c : cases)
+                for (DType t : {DType::Q4_0, DType::Q8_0}) {
+                    QuantWeight w(t, {c.n_in, c.n_out, 1}, uint32_t(c.n_out + c.T));
+                    auto x = random_floats(size_t(c.n_in * c.T), uint32_t(c.T + 3), -2.0f, 2.0f);
+                    std::vector<float> y, rows;
+                    std::vector<int32_t> ids{0, int32_t(c.n_out - 1), int32_t(c.n_out / 2)};
+                    OpGraph g;
+                    const TensorId wt = g.weight(*hip, w);
+                    g.node(Op::MatMul, g.output(y, c.n_out, c.T),
+                           {wt, g.input(x.data(), c.n_in, c.T)});
+                    g.node(Op::GetRows, g.output(rows, c.n_in, 3),
+                           {wt, g.input(ids.data(), 3, 1, DType::I32)});
+                    g.run(*hip);
+                    const std::string what = std::string("repack ") + repack + " q8 " + q8 + " " +
+                                             std::string(dtype_name(t)) + " " +
+                                             std::to_string(c.n_in) + "x" +
+                                             std::to_string(c.n_out) + " T=" + std::to_string(c.T);
+                    // q8 activations where the q8 matvec takes the shape (T <= 8), else exact.
+                    const bool q8_path = q8[0] == '1' && c.T <= 8;
+                    const auto ref =
+                        q8_path ? ref_matmul(w, q8_activations(x), c.T) : ref_matmul(w, x, c.T);
+                    EXPECT_LT(reported_nmse(what, y, ref), 1e-10) << what;
+                    for (size_t r = 0; r < ids.size(); ++r)
+                        for (int64_t i = 0; i < c.n_in; ++i)
+                            ASSERT_EQ(rows[r * size_t(c.n_in) + size_t(i)],
+                                      w.values[size_t(ids[r] * c.n_in + i)])
+                                << what << " row " << ids[r] << " element " << i;
+                }
+        }
 }
 
 TEST(HipSpeedPaths, Q8MatvecsSharingAnInputFused) {

@@ -1,0 +1,43 @@
+#pragma once
+// Weights repacked at upload (tandem/backend/weight_repack.h: Q4_0 / Q8_0 rows of whole groups
+// of 8 blocks, [8 f16 scales][8 x quants]) reach the kernels under type ids past DType's own,
+// so every kernel that reads a weight takes the layout through its type template like any
+// other type (load_weight, Blocks, Q8Dot). Sizes, names and checks use the file type.
+#include <cstdint>
+#include <type_traits>
+
+#include "tandem/common/dtype.h"
+
+namespace tandem::hip {
+
+inline constexpr DType kQ4_0R = static_cast<DType>(0x100u | uint32_t(DType::Q4_0));
+inline constexpr DType kQ8_0R = static_cast<DType>(0x100u | uint32_t(DType::Q8_0));
+
+constexpr bool is_packed(DType t) {
+    return t == kQ4_0R || t == kQ8_0R;
+}
+// The file type behind a kernel type id.
+constexpr DType file_type(DType t) {
+    return t == kQ4_0R ? DType::Q4_0 : t == kQ8_0R ? DType::Q8_0 : t;
+}
+// The kernel type id of a repacked weight of file type t (Q4_0 or Q8_0).
+constexpr DType packed_type(DType t) {
+    return t == DType::Q4_0 ? kQ4_0R : kQ8_0R;
+}
+
+// f(std::integral_constant<DType, P>{}) for the packed type id t; false (f not called) for
+// any other type. The launchers' switches cover DType's own values.
+template <class F>
+bool visit_packed(DType t, F&& f) {
+    if (t == kQ4_0R) {
+        f(std::integral_constant<DType, kQ4_0R>{});
+        return true;
+    }
+    if (t == kQ8_0R) {
+        f(std::integral_constant<DType, kQ8_0R>{});
+        return true;
+    }
+    return false;
+}
+
+}  // namespace tandem::hip
