@@ -95,7 +95,7 @@ __device__ inline float load_weight(const uint8_t* row, int64_t i) {
     if constexpr (T == DType::BF16)
         return bf16_bits_to_f32(reinterpret_cast<const uint16_t*>(row)[i]);
     const int64_t b = i / 32, j = i % 32;
-    if constexpr (is_packed(T)) {
+    if constexpr (T == kQ4_0R || T == kQ8_0R) {  // (a constexpr call is host-only to nvcc)
         // Groups of 8 blocks: [8 f16 scales][8 x 16 (Q4_0) or 32 (Q8_0) quant bytes].
         constexpr int64_t quant = T == kQ4_0R ? 16 : 32;
         const uint8_t* grp = row + (b / 8) * (16 + 8 * quant);
