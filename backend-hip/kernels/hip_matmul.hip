@@ -58,10 +58,11 @@ __device__ inline void matvec_unit(const typename Blocks<T>::Raw* raw, int64_t u
 // out[t, o] = W[o, :] . x[t, :] (+ bias[o]) for t < n_tok <= TM; W rows of row_stride bytes.
 // Each lane loads two units (of every row of its group) before using either, so twice the
 // bytes are in flight per lane.
-template <DType T, int TM>
+template <uint32_t TypeId, int TM>
 __global__ void __launch_bounds__(kMvThreads)
     k_matvec(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_out, const float* x,
              int n_tok, const float* bias, float* out) {
+    constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     using B = Blocks<T>;
     const int lane = int(threadIdx.x) % kLaneGroup;
     const int64_t row0 =
@@ -104,10 +105,11 @@ constexpr int kTileTok = 64, kTileOut = 64, kTileK = 64, kTiledThreads = 256;
 
 // grid (ceil(n_out / 64), ceil(n_tok / 64)); block 256 = 16 x 16 threads, thread (tx, ty) owns
 // tokens ty + 16i and outputs tx + 16j (i, j < 4), so shared reads are conflict-free broadcasts.
-template <DType T>
+template <uint32_t TypeId>
 __global__ void __launch_bounds__(kTiledThreads)
     k_mat_mul_tiled(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_out,
                     const float* x, int64_t n_tok, const float* bias, float* out) {
+    constexpr DType T = DType(TypeId);          // a number: see type_id() (hip_packed.h)
     __shared__ float xs[kTileTok][kTileK + 1];  // [token, k]
     __shared__ float ws[kTileOut][kTileK + 1];  // [output, k]
     const int tx = int(threadIdx.x) % 16, ty = int(threadIdx.x) / 16;
@@ -171,7 +173,7 @@ template <DType T, int TM>
 void matvec_as(const void* w, int64_t n_in, int64_t row_stride, int64_t n_out, const float* x,
                int64_t n_tok, const float* bias, float* out, hipStream_t s) {
     const auto grid = static_cast<unsigned>((n_out + kMvRowsPerBlock - 1) / kMvRowsPerBlock);
-    hipLaunchKernelGGL((k_matvec<T, TM>), dim3(grid), dim3(kMvThreads), 0, s,
+    hipLaunchKernelGGL((k_matvec<type_id(T), TM>), dim3(grid), dim3(kMvThreads), 0, s,
                        static_cast<const uint8_t*>(w), n_in, row_stride, n_out, x, int(n_tok), bias,
                        out);
 }
@@ -243,17 +245,17 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
     if (visit_packed(type, [&](auto P) {
             constexpr DType T = decltype(P)::value;
             if (!rows_aligned<T>(w, stride)) return;
-            hipLaunchKernelGGL(k_mat_mul_tiled<T>, grid, block, 0, s, wb, n_in, stride, n_out, x,
-                               n_tok, bias, out);
+            hipLaunchKernelGGL(k_mat_mul_tiled<type_id(T)>, grid, block, 0, s, wb, n_in, stride,
+                               n_out, x, n_tok, bias, out);
             ok = true;
         }))
         return ok;
     switch (type) {
-#define TANDEM_CASE(T)                                                                            \
-    case DType::T:                                                                                \
-        if (!rows_aligned<DType::T>(w, stride)) return false;                                     \
-        hipLaunchKernelGGL(k_mat_mul_tiled<DType::T>, grid, block, 0, s, wb, n_in, stride, n_out, \
-                           x, n_tok, bias, out);                                                  \
+#define TANDEM_CASE(T)                                                                      \
+    case DType::T:                                                                          \
+        if (!rows_aligned<DType::T>(w, stride)) return false;                               \
+        hipLaunchKernelGGL(k_mat_mul_tiled<type_id(DType::T)>, grid, block, 0, s, wb, n_in, \
+                           stride, n_out, x, n_tok, bias, out);                             \
         return true;
         TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
 #undef TANDEM_CASE

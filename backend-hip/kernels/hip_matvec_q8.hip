@@ -79,10 +79,11 @@ __device__ inline void rope_cache_put(const Q8Rope& r, void* cache, int64_t widt
 // A block of kQ8Threads = 4 lane groups; W groups share an output row (4 / W rows per block),
 // thread i of a row's 32W takes items i, i + 32W, ...; out[t, row] for t < n_tok <= TM. Rows
 // run over the parts one after the other (a block may straddle two).
-template <DType T, int TM, int W>
+template <uint32_t TypeId, int TM, int W>
 __global__ void __launch_bounds__(kQ8Threads)
     k_matvec_q8(Q8Parts parts, int64_t row_stride, int64_t n_in, const int8_t* __restrict__ xq,
                 const float2* __restrict__ xds, int n_tok) {
+    constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     using D = Q8Dot<T>;
     constexpr int kGroups = kQ8Threads / kLaneGroup, kRowThreads = W * kLaneGroup;
     __shared__ float part[kGroups][TM];
@@ -184,14 +185,14 @@ void matvec_q8_launch(const Q8Parts& parts, int64_t stride, int64_t n_in, const 
     const dim3 grid(static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block)),
         block(kQ8Threads);
     if (groups == 1)
-        hipLaunchKernelGGL((k_matvec_q8<T, TM, 1>), grid, block, 0, s, parts, stride, n_in, xq, xds,
-                           n_tok);
+        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, 1>), grid, block, 0, s, parts, stride, n_in,
+                           xq, xds, n_tok);
     else if (groups == 2)
-        hipLaunchKernelGGL((k_matvec_q8<T, TM, 2>), grid, block, 0, s, parts, stride, n_in, xq, xds,
-                           n_tok);
+        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, 2>), grid, block, 0, s, parts, stride, n_in,
+                           xq, xds, n_tok);
     else
-        hipLaunchKernelGGL((k_matvec_q8<T, TM, 4>), grid, block, 0, s, parts, stride, n_in, xq, xds,
-                           n_tok);
+        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, 4>), grid, block, 0, s, parts, stride, n_in,
+                           xq, xds, n_tok);
 }
 
 template <DType T>

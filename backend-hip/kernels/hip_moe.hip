@@ -61,10 +61,11 @@ __device__ inline int local_expert(const float* route, int64_t t, int k, int j, 
 
 // grid (n_ff, n_tok * k); block kProjBlock. h[slot, f] = W_e[f, :] . x[t, :] for the expert e of
 // the slot (zero when it is not held here). W [n_local][n_ff][n_embd] in type T.
-template <DType T>
+template <uint32_t TypeId>
 __global__ void k_moe_proj(const void* w, int64_t n_embd, int64_t row_stride, int64_t n_ff,
                            int64_t n_local, const float* x, const float* route, int k, int first,
                            float* h) {
+    constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     __shared__ float sh[kProjBlock];
     const int64_t f = blockIdx.x, slot = blockIdx.y, t = slot / k;
     const int le = local_expert(route, t, k, int(slot % k), first, n_local);
@@ -81,10 +82,11 @@ __global__ void k_moe_proj(const void* w, int64_t n_embd, int64_t row_stride, in
 
 // grid (n_embd, n_tok); block kProjBlock. y[t, o] = sum_j w_j * (down_e[o, :] . h[t*k + j, :])
 // over the token's experts held here (the sum over slots stays in the block: no atomics).
-template <DType T>
+template <uint32_t TypeId>
 __global__ void k_moe_down(const void* w, int64_t n_ff, int64_t row_stride, int64_t n_embd,
                            int64_t n_local, const float* h, const float* route, int k, int first,
                            float* y) {
+    constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     __shared__ float sh[kProjBlock];
     const int64_t o = blockIdx.x, t = blockIdx.y;
     float acc = 0.0f;
@@ -110,15 +112,15 @@ void launch_proj(DType type, const void* w, int64_t n_embd, int64_t n_ff, int64_
     const auto stride =
         static_cast<int64_t>(row_bytes(file_type(type), static_cast<uint64_t>(n_embd)));
     if (visit_packed(type, [&](auto P) {
-            hipLaunchKernelGGL(k_moe_proj<decltype(P)::value>, grid, block, 0, s, w, n_embd, stride,
-                               n_ff, n_local, x, route, k, first, h);
+            hipLaunchKernelGGL(k_moe_proj<type_id(decltype(P)::value)>, grid, block, 0, s, w,
+                               n_embd, stride, n_ff, n_local, x, route, k, first, h);
         }))
         return;
     switch (type) {
-#define TANDEM_CASE(T)                                                                       \
-    case DType::T:                                                                           \
-        hipLaunchKernelGGL(k_moe_proj<DType::T>, grid, block, 0, s, w, n_embd, stride, n_ff, \
-                           n_local, x, route, k, first, h);                                  \
+#define TANDEM_CASE(T)                                                                          \
+    case DType::T:                                                                              \
+        hipLaunchKernelGGL(k_moe_proj<type_id(DType::T)>, grid, block, 0, s, w, n_embd, stride, \
+                           n_ff, n_local, x, route, k, first, h);                               \
         break;
         TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
 #undef TANDEM_CASE
@@ -134,15 +136,15 @@ void launch_down(DType type, const void* w, int64_t n_ff, int64_t n_embd, int64_
     const auto stride =
         static_cast<int64_t>(row_bytes(file_type(type), static_cast<uint64_t>(n_ff)));
     if (visit_packed(type, [&](auto P) {
-            hipLaunchKernelGGL(k_moe_down<decltype(P)::value>, grid, block, 0, s, w, n_ff, stride,
-                               n_embd, n_local, h, route, k, first, y);
+            hipLaunchKernelGGL(k_moe_down<type_id(decltype(P)::value)>, grid, block, 0, s, w, n_ff,
+                               stride, n_embd, n_local, h, route, k, first, y);
         }))
         return;
     switch (type) {
-#define TANDEM_CASE(T)                                                                       \
-    case DType::T:                                                                           \
-        hipLaunchKernelGGL(k_moe_down<DType::T>, grid, block, 0, s, w, n_ff, stride, n_embd, \
-                           n_local, h, route, k, first, y);                                  \
+#define TANDEM_CASE(T)                                                                        \
+    case DType::T:                                                                            \
+        hipLaunchKernelGGL(k_moe_down<type_id(DType::T)>, grid, block, 0, s, w, n_ff, stride, \
+                           n_embd, n_local, h, route, k, first, y);                           \
         break;
         TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
 #undef TANDEM_CASE

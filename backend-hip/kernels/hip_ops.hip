@@ -195,9 +195,10 @@ __global__ void k_rms_norm(const float* x, const float* w, int64_t group, float 
 }
 
 // grid (n_tok); block kBlock: each thread converts elements of one looked-up row.
-template <DType T>
+template <uint32_t TypeId>
 __global__ void k_get_rows(const void* table, int64_t n_in, int64_t row_stride, int64_t n_rows,
                            const int32_t* ids, float* out) {
+    constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     const int32_t id = ids[blockIdx.x];
     float* o = out + int64_t(blockIdx.x) * n_in;
     const bool ok = id >= 0 && id < n_rows;
@@ -209,9 +210,10 @@ __global__ void k_get_rows(const void* table, int64_t n_in, int64_t row_stride, 
 // grid (n_out, n_tok); block kRowBlock: one block per output element, a strided dot product
 // reduced in shared memory. The simple form: the bandwidth-tuned decode kernel and the tiled
 // prefill matmul come next (docs/hip.md).
-template <DType T>
+template <uint32_t TypeId>
 __global__ void k_mat_mul(const void* w, int64_t n_in, int64_t row_stride, const float* x,
                           const float* bias, int64_t n_out, float* out) {
+    constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     __shared__ float sh[kRowBlock];
     const int64_t o = blockIdx.x, t = blockIdx.y;
     const auto* row = static_cast<const uint8_t*>(w) + o * row_stride;
@@ -357,15 +359,15 @@ void launch_get_rows(DType kind, const void* table, int64_t n_in, int64_t n_rows
     const dim3 grid(static_cast<unsigned>(n)), block(kBlock);
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
     if (visit_packed(kind, [&](auto P) {
-            hipLaunchKernelGGL(k_get_rows<decltype(P)::value>, grid, block, 0, s, table, n_in,
-                               stride, n_rows, ids, out);
+            hipLaunchKernelGGL(k_get_rows<type_id(decltype(P)::value)>, grid, block, 0, s, table,
+                               n_in, stride, n_rows, ids, out);
         }))
         return;
     switch (type) {
-#define TANDEM_CASE(T)                                                                           \
-    case DType::T:                                                                               \
-        hipLaunchKernelGGL(k_get_rows<DType::T>, grid, block, 0, s, table, n_in, stride, n_rows, \
-                           ids, out);                                                            \
+#define TANDEM_CASE(T)                                                                            \
+    case DType::T:                                                                                \
+        hipLaunchKernelGGL(k_get_rows<type_id(DType::T)>, grid, block, 0, s, table, n_in, stride, \
+                           n_rows, ids, out);                                                     \
         break;
         TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
 #undef TANDEM_CASE
@@ -399,15 +401,15 @@ void launch_mat_mul(DType kind, const void* w, int64_t n_in, int64_t n_out, cons
     const dim3 grid(static_cast<unsigned>(n_out), static_cast<unsigned>(n_tok)), block(kRowBlock);
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
     if (visit_packed(kind, [&](auto P) {
-            hipLaunchKernelGGL(k_mat_mul<decltype(P)::value>, grid, block, 0, s, w, n_in, stride, x,
-                               bias, n_out, out);
+            hipLaunchKernelGGL(k_mat_mul<type_id(decltype(P)::value)>, grid, block, 0, s, w, n_in,
+                               stride, x, bias, n_out, out);
         }))
         return;
     switch (type) {
-#define TANDEM_CASE(T)                                                                       \
-    case DType::T:                                                                           \
-        hipLaunchKernelGGL(k_mat_mul<DType::T>, grid, block, 0, s, w, n_in, stride, x, bias, \
-                           n_out, out);                                                      \
+#define TANDEM_CASE(T)                                                                          \
+    case DType::T:                                                                              \
+        hipLaunchKernelGGL(k_mat_mul<type_id(DType::T)>, grid, block, 0, s, w, n_in, stride, x, \
+                           bias, n_out, out);                                                   \
         break;
         TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
 #undef TANDEM_CASE

@@ -25,6 +25,12 @@ constexpr DType packed_type(DType t) {
     return t == DType::Q4_0 ? kQ4_0R : kQ8_0R;
 }
 
+// A kernel's type template argument: __global__ templates take the id as a number, since nvcc's
+// host stubs cannot spell an enum value that is not an enumerator (kQ4_0R).
+constexpr uint32_t type_id(DType t) {
+    return uint32_t(t);
+}
+
 // f(std::integral_constant<DType, P>{}) for the packed type id t; false (f not called) for
 // any other type. The launchers' switches cover DType's own values.
 template <class F>
