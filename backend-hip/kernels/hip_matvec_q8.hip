@@ -118,11 +118,12 @@ __global__ void __launch_bounds__(kQ8Threads)
     float acc[TM];
 #pragma unroll
     for (int t = 0; t < TM; ++t) acc[t] = 0.0f;
-    const int64_t n_items = n_in / D::kWeights * D::kItems;
+    // 32-bit item indices (a row has far fewer than 2^31 items): fewer instructions per item.
+    const int n_items = int(n_in / D::kWeights * D::kItems);
     // Two items per trip: the second item's loads issue before the first one's dots wait.
 #pragma unroll 2
-    for (int64_t it = int(threadIdx.x) % kRowThreads; it < n_items; it += kRowThreads)
-        D::template dot<TM>(wr, it / D::kItems, int(it % D::kItems), x, n_tok, acc);
+    for (int it = int(threadIdx.x) % kRowThreads; it < n_items; it += kRowThreads)
+        D::template dot<TM>(wr, it / D::kItems, it % D::kItems, x, n_tok, acc);
 #pragma unroll
     for (int t = 0; t < TM; ++t) {
         const float v = group_sum(acc[t]);
