@@ -76,20 +76,6 @@ __device__ inline void rope_cache_put(const Q8Rope& r, void* cache, int64_t widt
         static_cast<float*>(cache)[at] = v;
 }
 
-// Row `r` of the launch (over the parts, one after the other): its part p and its row in it.
-__device__ inline void part_row(const Q8Parts& parts, int64_t r, int& p, int64_t& row) {
-    p = 0;
-    row = r;
-    if (parts.n > 1 && row >= parts.n_out[0]) {
-        row -= parts.n_out[0];
-        p = 1;
-        if (parts.n > 2 && row >= parts.n_out[1]) {
-            row -= parts.n_out[1];
-            p = 2;
-        }
-    }
-}
-
 // A block of kQ8Threads = 4 lane groups; W groups share an output row (4 / W rows per block),
 // thread i of a row's 32W takes items i, i + 32W, ...; out[t, row] for t < n_tok <= TM. Rows
 // run over the parts one after the other (a block may straddle two).
@@ -103,9 +89,16 @@ __global__ void __launch_bounds__(kQ8Threads)
     __shared__ float part[kGroups][TM];
     const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;
     constexpr int R = kGroups / W;  // rows per block
-    int p;
-    int64_t row;
-    part_row(parts, int64_t(blockIdx.x) * R + g / W, p, row);
+    int64_t row = int64_t(blockIdx.x) * R + g / W;
+    int p = 0;
+    if (parts.n > 1 && row >= parts.n_out[0]) {
+        row -= parts.n_out[0];
+        p = 1;
+        if (parts.n > 2 && row >= parts.n_out[1]) {
+            row -= parts.n_out[1];
+            p = 2;
+        }
+    }
     const bool rope = parts.rope.pos != nullptr;
     const int64_t blk = row / R;  // the block's index in its part (parts are whole blocks)
     if (rope && p < 2) row = rope_row(parts.rope, blk, g / W, R);
@@ -167,118 +160,6 @@ __global__ void __launch_bounds__(kQ8Threads)
     }
 }
 
-// Repacked Q4_0 / Q8_0 (Q8Half): a block of kQ8Threads owns R rows and its 4 warps split the
-// row length; per trip a warp takes 16 blocks, lane l half l % 2 of block l / 2, and the
-// activation words it loads (16 bytes, contiguous over the warp) serve all R rows. Against
-// k_matvec_q8 (each row's lanes load the activations again) the L1 traffic per weight byte is
-// a fraction, which is what bounds the decode matvec on the H200.
-template <uint32_t TypeId, int TM, int R>
-__global__ void __launch_bounds__(kQ8Threads)
-    k_matvec_q8_rows(Q8Parts parts, int64_t row_stride, int64_t n_in, const int8_t* __restrict__ xq,
-                     const float2* __restrict__ xds, int n_tok) {
-    constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
-    using H = Q8Half<T>;
-    constexpr int kWarps = kQ8Threads / kLaneGroup;
-    __shared__ float part[kWarps][R][TM];
-    const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;
-    const bool rope = parts.rope.pos != nullptr;
-    const int64_t first = int64_t(blockIdx.x) * R;
-    // Each slot's row (rows past the end read the last row and write nothing).
-    const uint8_t* wr[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-        int p;
-        int64_t row;
-        part_row(parts, first + r, p, row);
-        if (rope && p < 2) row = rope_row(parts.rope, row / R, r, R);
-        const uint8_t* w = p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2];
-        const int64_t n_out = p == 0 ? parts.n_out[0] : p == 1 ? parts.n_out[1] : parts.n_out[2];
-        wr[r] = w + (row < n_out ? row : n_out - 1) * row_stride;
-    }
-    float acc[R][TM];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int t = 0; t < TM; ++t) acc[r][t] = 0.0f;
-    const int n_blocks = int(n_in / kQ8Block), h = lane % 2;
-#pragma unroll 2
-    for (int b = 16 * g + lane / 2; b < n_blocks; b += 16 * kWarps) {
-        int4 xa[TM];
-        float xd[TM];
-#pragma unroll
-        for (int t = 0; t < TM; ++t) {
-            const int tt = t < n_tok ? t : 0;
-            xa[t] = *reinterpret_cast<const int4*>(xq + int64_t(tt) * n_in + 32 * b + 16 * h);
-            xd[t] = xds[int64_t(tt) * n_blocks + b].x;
-        }
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            int w[4];
-            float d;
-            H::load(wr[r], b, h, w, d);
-#pragma unroll
-            for (int t = 0; t < TM; ++t)
-                acc[r][t] +=
-                    d * xd[t] *
-                    float(dot4(w[0], xa[t].x,
-                               dot4(w[1], xa[t].y, dot4(w[2], xa[t].z, dot4(w[3], xa[t].w, 0)))));
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int t = 0; t < TM; ++t) {
-            const float v = group_sum(acc[r][t]);
-            if (lane == 0) part[g][r][t] = v;
-        }
-    __syncthreads();
-    // Thread i < R * TM writes token i % TM of slot i / TM.
-    const int i = int(threadIdx.x), slot = i / TM, tok = i % TM;
-    if (i >= R * TM || tok >= n_tok) return;
-    int p;
-    int64_t row;
-    part_row(parts, first + slot, p, row);
-    const int64_t blk = row / R;  // the block's index in its part (rope: parts are whole blocks)
-    if (rope && p < 2) row = rope_row(parts.rope, blk, slot, R);
-    const int64_t n_out = p == 0 ? parts.n_out[0] : p == 1 ? parts.n_out[1] : parts.n_out[2];
-    if (row >= n_out) return;
-    const float* bias = p == 0 ? parts.bias[0] : p == 1 ? parts.bias[1] : parts.bias[2];
-    float* out = p == 0 ? parts.out[0] : p == 1 ? parts.out[1] : parts.out[2];
-    float v = 0.0f;
-#pragma unroll
-    for (int k = 0; k < kWarps; ++k) v += part[k][slot][tok];
-    v += bias ? bias[row] : 0.0f;
-    if (!rope) {
-        out[int64_t(tok) * n_out + row] = v;
-        return;
-    }
-    if (p < 2) {  // the partner row's slot, in this block
-        const int m = R / 2;
-        const int ps = parts.rope.neox ? (slot < m ? slot + m : slot - m) : slot ^ 1;
-        float pv = 0.0f;
-#pragma unroll
-        for (int k = 0; k < kWarps; ++k) pv += part[k][ps][tok];
-        const int64_t prow = rope_row(parts.rope, blk, ps, R);
-        pv += bias ? bias[prow] : 0.0f;
-        v = rope_value(parts.rope, row, tok, v, pv);
-    }
-    if (p == 0)
-        out[int64_t(tok) * n_out + row] = v;
-    else
-        rope_cache_put(parts.rope, p == 1 ? parts.rope.k_cache : parts.rope.v_cache, n_out, tok,
-                       row, v);
-}
-
-// Rows per block of k_matvec_q8_rows (repacked types): TANDEM_HIP_Q8_ROWS = 2, 4 or 8
-// overrides the default, read at each launch.
-int q8_rows_of_packed() {
-    if (const char* v = std::getenv("TANDEM_HIP_Q8_ROWS")) {
-        const int n = std::atoi(v);
-        if (n == 2 || n == 8) return n;
-    }
-    return 4;
-}
-
 // Lane groups per output row: 1, 2 or 4 (4, 2 or 1 rows per block of 4 groups). Defaults from
 // an H200 decode sweep (8B, tg128, tok/s for 4 / 2 / 1 groups): Q4_K 198 / 199 / 206 (items of
 // 16 bytes: 128 per 4096-row, one per lane of a block), Q4_0 237 / 245 / 228; Q5_K follows Q4_K
@@ -298,22 +179,6 @@ int q8_groups_per_row(DType type) {
 template <DType T, int TM>
 void matvec_q8_launch(const Q8Parts& parts, int64_t stride, int64_t n_in, const int8_t* xq,
                       const float2* xds, int n_tok, hipStream_t s) {
-    if constexpr (is_packed(T)) {
-        const int R = q8_rows_of_packed();
-        int64_t rows = 0;
-        for (int i = 0; i < parts.n; ++i) rows += parts.n_out[i];
-        const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(kQ8Threads);
-        if (R == 2)
-            hipLaunchKernelGGL((k_matvec_q8_rows<type_id(T), TM, 2>), grid, block, 0, s, parts,
-                               stride, n_in, xq, xds, n_tok);
-        else if (R == 4)
-            hipLaunchKernelGGL((k_matvec_q8_rows<type_id(T), TM, 4>), grid, block, 0, s, parts,
-                               stride, n_in, xq, xds, n_tok);
-        else
-            hipLaunchKernelGGL((k_matvec_q8_rows<type_id(T), TM, 8>), grid, block, 0, s, parts,
-                               stride, n_in, xq, xds, n_tok);
-        return;
-    }
     const int groups = q8_groups_per_row(T);
     const int64_t rows_per_block = (kQ8Threads / kLaneGroup) / groups;
     int64_t rows = 0;
@@ -397,8 +262,7 @@ void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, h
 }
 
 bool q8_rope_supported(DType type, int64_t head_dim) {
-    const int rows_per_block =
-        is_packed(type) ? q8_rows_of_packed() : (kQ8Threads / kLaneGroup) / q8_groups_per_row(type);
+    const int rows_per_block = (kQ8Threads / kLaneGroup) / q8_groups_per_row(type);
     return rows_per_block >= 2 && head_dim % (2 * rows_per_block) == 0;
 }
 

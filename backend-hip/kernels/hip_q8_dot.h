@@ -209,36 +209,6 @@ struct Q8Dot<kQ4_0R> : Q8DotPacked<16> {};
 template <>
 struct Q8Dot<kQ8_0R> : Q8DotPacked<32> {};
 
-// The multi-row kernel's view of a repacked Q4_0 / Q8_0 row (k_matvec_q8_rows): half h of block
-// b, its 16 weights as 4 int8x4 words in activation order, and the block's scale. A lane pair
-// shares a block, so a warp's activation loads are 512 contiguous bytes and its weight loads
-// 16 blocks of one row; the activations are loaded once for all the rows of the block.
-template <int Quant>
-struct Q8HalfPacked {
-    __device__ static void load(const uint8_t* row, int b, int h, int (&w)[4], float& d) {
-        const uint8_t* grp = row + (b / 8) * (16 + 8 * Quant);
-        d = f16_bits_to_f32(reinterpret_cast<const uint16_t*>(grp)[b % 8]);
-        if constexpr (Quant == 16) {
-            // The lane pair loads the same 16 bytes: low nibbles are weights 0..15, high 16..31.
-            const uint4 v = *reinterpret_cast<const uint4*>(grp + 16 + (b % 8) * 16);
-            const int sh = 4 * h;
-            w[0] = minus8((v.x >> sh) & 0x0F0F0F0Fu);
-            w[1] = minus8((v.y >> sh) & 0x0F0F0F0Fu);
-            w[2] = minus8((v.z >> sh) & 0x0F0F0F0Fu);
-            w[3] = minus8((v.w >> sh) & 0x0F0F0F0Fu);
-        } else {
-            const uint4 v = *reinterpret_cast<const uint4*>(grp + 16 + (b % 8) * 32 + 16 * h);
-            w[0] = int(v.x), w[1] = int(v.y), w[2] = int(v.z), w[3] = int(v.w);
-        }
-    }
-};
-template <DType T>
-struct Q8Half;
-template <>
-struct Q8Half<kQ4_0R> : Q8HalfPacked<16> {};
-template <>
-struct Q8Half<kQ8_0R> : Q8HalfPacked<32> {};
-
 // Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..7) =
 // chunk c = k / 2 (qs bytes 32c..32c+31), bytes 16j..16j+15 of it (j = k % 2, one 16-byte load):
 // the low nibbles are positions 16j.. of sub-block 2c, the high nibbles of sub-block 2c + 1;

@@ -103,32 +103,6 @@ std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<flo
     return out;
 }
 
-// The multi-row kernel's halves of repacked blocks (Q8Half) on the host: out[t, o] for T <= 8.
-template <DType T>
-std::vector<float> host_halves_matvec(const QuantWeight& w, const std::vector<float>& x,
-                                      int64_t n_tok, const uint8_t* packed) {
-    const int64_t n_in = w.ne[0], n_out = w.ne[1];
-    const auto xq = q8_activations(x);  // doubles: the quantised values q * d
-    const size_t rb = row_bytes(hip::file_type(T), uint64_t(n_in));
-    std::vector<float> out(size_t(n_tok * n_out));
-    for (int64_t o = 0; o < n_out; ++o)
-        for (int64_t t = 0; t < n_tok; ++t) {
-            double acc = 0;
-            for (int b = 0; b < int(n_in / 32); ++b)
-                for (int h = 0; h < 2; ++h) {
-                    int wq[4];
-                    float d;
-                    hip::Q8Half<T>::load(packed + o * rb, b, h, wq, d);
-                    for (int i = 0; i < 16; ++i) {
-                        const int8_t v = int8_t(uint32_t(wq[i / 4]) >> (8 * (i % 4)));
-                        acc += double(d) * v * xq[size_t(t * n_in + 32 * b + 16 * h + i)];
-                    }
-                }
-            out[size_t(t * n_out + o)] = float(acc);
-        }
-    return out;
-}
-
 TEST(HipSpeedPaths, Q8ItemsOnTheHostMatchTheQuantisedProduct) {
     for (auto [n_in, n_out] : {std::tuple<int64_t, int64_t>{256, 3}, {512, 5}, {2304, 2}})
         for (int64_t T : {1, 3, 8}) {
@@ -156,8 +130,6 @@ TEST(HipSpeedPaths, Q8ItemsOnTheHostMatchTheQuantisedProduct) {
             repack_rows(w80.desc("q8_0"), 0, uint64_t(n_out), p80.data());
             check(DType::Q4_0, host_items_matvec<hip::kQ4_0R>(w40, x, T, p40.data()), w40);
             check(DType::Q8_0, host_items_matvec<hip::kQ8_0R>(w80, x, T, p80.data()), w80);
-            check(DType::Q4_0, host_halves_matvec<hip::kQ4_0R>(w40, x, T, p40.data()), w40);
-            check(DType::Q8_0, host_halves_matvec<hip::kQ8_0R>(w80, x, T, p80.data()), w80);
         }
 }
 
@@ -228,50 +200,46 @@ TEST(HipSpeedPaths, RepackedWeightsEveryKernel) {
     const struct {
         int64_t n_in, n_out, T;
     } cases[] = {{4096, 21, 1}, {2304, 37, 3}, {14336, 5, 8}, {512, 70, 70}, {96, 9, 2}};
-    // (repack, q8 activations, rows per block of the repacked q8 kernel)
-    const std::tuple<const char*, const char*, const char*> modes[] = {
-        {"1", "1", "4"}, {"1", "1", "2"}, {"1", "1", "8"},
-        {"1", "0", "4"}, {"0", "1", "4"}, {"0", "0", "4"}};
-    for (auto [repack, q8, rows_per_block] : modes) {
-        ::setenv("TANDEM_HIP_Q8_ROWS", rows_per_block, 1);  // read at each launch
-        ::setenv("TANDEM_HIP_REPACK", repack, 1);
-        ::setenv("TANDEM_HIP_Q8", q8, 1);
-        auto hip = hip_backend();
-        ::unsetenv("TANDEM_HIP_REPACK");
-        ::unsetenv("TANDEM_HIP_Q8");
-        if (!hip)
-            GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this "
-                            "host)";
-        for (const auto& c : cases)
-            for (DType t : {DType::Q4_0, DType::Q8_0}) {
-                QuantWeight w(t, {c.n_in, c.n_out, 1}, uint32_t(c.n_out + c.T));
-                auto x = random_floats(size_t(c.n_in * c.T), uint32_t(c.T + 3), -2.0f, 2.0f);
-                std::vector<float> y, rows;
-                std::vector<int32_t> ids{0, int32_t(c.n_out - 1), int32_t(c.n_out / 2)};
-                OpGraph g;
-                const TensorId wt = g.weight(*hip, w);
-                g.node(Op::MatMul, g.output(y, c.n_out, c.T), {wt, g.input(x.data(), c.n_in, c.T)});
-                g.node(Op::GetRows, g.output(rows, c.n_in, 3),
-                       {wt, g.input(ids.data(), 3, 1, DType::I32)});
-                g.run(*hip);
-                const std::string what = std::string("repack ") + repack + " q8 " + q8 + " rows " +
-                                         rows_per_block + " " + std::string(dtype_name(t)) + " " +
-                                         std::to_string(c.n_in) + "x" + std::to_string(c.n_out) +
-                                         " T=" + std::to_string(c.T);
-                // q8 activations where the q8 matvec takes the shape (T <= 8, rows of
-                // whole block pairs), else exact.
-                const bool q8_path = q8[0] == '1' && c.T <= 8 && c.n_in % 64 == 0;
-                const auto ref =
-                    q8_path ? ref_matmul(w, q8_activations(x), c.T) : ref_matmul(w, x, c.T);
-                EXPECT_LT(reported_nmse(what, y, ref), 1e-10) << what;
-                for (size_t r = 0; r < ids.size(); ++r)
-                    for (int64_t i = 0; i < c.n_in; ++i)
-                        ASSERT_EQ(rows[r * size_t(c.n_in) + size_t(i)],
-                                  w.values[size_t(ids[r] * c.n_in + i)])
-                            << what << " row " << ids[r] << " element " << i;
-            }
-    }
-    ::unsetenv("TANDEM_HIP_Q8_ROWS");
+    for (const char* repack : {"1", "0"})
+        for (const char* q8 : {"1", "0"}) {
+            ::setenv("TANDEM_HIP_REPACK", repack, 1);
+            ::setenv("TANDEM_HIP_Q8", q8, 1);
+            auto hip = hip_backend();
+            ::unsetenv("TANDEM_HIP_REPACK");
+            ::unsetenv("TANDEM_HIP_Q8");
+            if (!hip)
+                GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this "
+                                "host)";
+            for (const auto& c : cases)
+                for (DType t : {DType::Q4_0, DType::Q8_0}) {
+                    QuantWeight w(t, {c.n_in, c.n_out, 1}, uint32_t(c.n_out + c.T));
+                    auto x = random_floats(size_t(c.n_in * c.T), uint32_t(c.T + 3), -2.0f, 2.0f);
+                    std::vector<float> y, rows;
+                    std::vector<int32_t> ids{0, int32_t(c.n_out - 1), int32_t(c.n_out / 2)};
+                    OpGraph g;
+                    const TensorId wt = g.weight(*hip, w);
+                    g.node(Op::MatMul, g.output(y, c.n_out, c.T),
+                           {wt, g.input(x.data(), c.n_in, c.T)});
+                    g.node(Op::GetRows, g.output(rows, c.n_in, 3),
+                           {wt, g.input(ids.data(), 3, 1, DType::I32)});
+                    g.run(*hip);
+                    const std::string what = std::string("repack ") + repack + " q8 " + q8 + " " +
+                                             std::string(dtype_name(t)) + " " +
+                                             std::to_string(c.n_in) + "x" +
+                                             std::to_string(c.n_out) + " T=" + std::to_string(c.T);
+                    // q8 activations where the q8 matvec takes the shape (T <= 8, rows of
+                    // whole block pairs), else exact.
+                    const bool q8_path = q8[0] == '1' && c.T <= 8 && c.n_in % 64 == 0;
+                    const auto ref =
+                        q8_path ? ref_matmul(w, q8_activations(x), c.T) : ref_matmul(w, x, c.T);
+                    EXPECT_LT(reported_nmse(what, y, ref), 1e-10) << what;
+                    for (size_t r = 0; r < ids.size(); ++r)
+                        for (int64_t i = 0; i < c.n_in; ++i)
+                            ASSERT_EQ(rows[r * size_t(c.n_in) + size_t(i)],
+                                      w.values[size_t(ids[r] * c.n_in + i)])
+                                << what << " row " << ids[r] << " element " << i;
+                }
+        }
 }
 
 TEST(HipSpeedPaths, Q8MatvecsSharingAnInputFused) {
@@ -315,13 +283,7 @@ TEST(HipSpeedPaths, RopeWritesTheKvCacheItself) {
 // (Q4_0, Q8_0, Q4_K; Q6_K keeps the separate launches), both modes, f16 and f32 caches.
 TEST(HipSpeedPaths, QkvRopesAndStoresItself) {
     TANDEM_HIP_OR_SKIP(hip);
-    // Repacked Q4_0 / Q8_0 take the multi-row kernel: 2, 4 (default) and 8 rows per block.
-    for (const char* rows : {"2", "8", "4"}) {
-        ::setenv("TANDEM_HIP_Q8_ROWS", rows, 1);
-        SCOPED_TRACE(std::string("TANDEM_HIP_Q8_ROWS=") + rows);
-        expect_qkv_rope_and_kv_store(*hip);
-    }
-    ::unsetenv("TANDEM_HIP_Q8_ROWS");
+    expect_qkv_rope_and_kv_store(*hip);
 }
 
 // The split decode attention's combine leaves the q8 activations of the output projection.
