@@ -173,9 +173,6 @@ int q8_groups_per_row(DType type) {
         const int n = std::atoi(v);
         return n == 1 || n == 2 ? n : 4;
     }
-    // Repacked Q4_0 / Q8_0 (items of one block): one group per row, 4 rows per block (H200, 8B
-    // tg128, 1 / 2 / 4 groups: Q4_0 331 / 321 / 292 tok/s, Q8_0 271 / 272 / 271).
-    if (is_packed(type)) return 1;
     return t == DType::Q4_K || t == DType::Q5_K ? 1 : t == DType::Q4_0 || t == DType::Q8_0 ? 2 : 4;
 }
 
