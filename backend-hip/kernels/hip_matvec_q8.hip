@@ -79,15 +79,8 @@ __device__ inline void rope_cache_put(const Q8Rope& r, void* cache, int64_t widt
 // A block of kQ8Threads = 4 lane groups; W groups share an output row (4 / W rows per block),
 // thread i of a row's 32W takes items i, i + 32W, ...; out[t, row] for t < n_tok <= TM. Rows
 // run over the parts one after the other (a block may straddle two).
-// On CUDA, 16 blocks per SM (32 registers a thread: every warp slot of the SM filled); the
-// kernel is bound by L1 and issue latency, so more resident warps hide more of it.
-#if defined(TANDEM_HIP_ON_CUDA)
-#define TANDEM_Q8_BOUNDS __launch_bounds__(kQ8Threads, 16)
-#else
-#define TANDEM_Q8_BOUNDS __launch_bounds__(kQ8Threads)
-#endif
 template <uint32_t TypeId, int TM, int W>
-__global__ void TANDEM_Q8_BOUNDS
+__global__ void __launch_bounds__(kQ8Threads)
     k_matvec_q8(Q8Parts parts, int64_t row_stride, int64_t n_in, const int8_t* __restrict__ xq,
                 const float2* __restrict__ xds, int n_tok) {
     constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
