@@ -99,7 +99,6 @@ class HipBackend final : public Backend {
         }
         dst.buf = DeviceBuffer(w.nbytes);
         dst.dev = dst.buf.data();
-        dst.kind = w.type;
         if (repack_ && (w.type == DType::Q4_0 || w.type == DType::Q8_0) && repackable(w)) {
             // Copied anyway, so repacked on the way (16-byte aligned quants for the kernels), in
             // pieces of about 64 MiB of rows.
