@@ -124,7 +124,7 @@ struct Blocks<DType::Q8_0> {
 // Repacked Q4_0 / Q8_0 (hip_packed.h): a block's scale is half-word b % 8 of its group of 8
 // and its quants 16-byte aligned (one or two 16-byte loads instead of 2-byte ones); decoded as
 // the file blocks.
-template <DType P, DType F, int Quant>
+template <DType F, int Quant>
 struct BlocksPacked {
     static constexpr bool kFast = true, kWide = true;
     static constexpr int kWeights = 32;
@@ -144,9 +144,9 @@ struct BlocksPacked {
     }
 };
 template <>
-struct Blocks<kQ4_0R> : BlocksPacked<kQ4_0R, DType::Q4_0, 16> {};
+struct Blocks<kQ4_0R> : BlocksPacked<DType::Q4_0, 16> {};
 template <>
-struct Blocks<kQ8_0R> : BlocksPacked<kQ8_0R, DType::Q8_0, 32> {};
+struct Blocks<kQ8_0R> : BlocksPacked<DType::Q8_0, 32> {};
 
 // Q4_K/Q5_K super-block of 256: {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}. Unit = chunk c
 // of 64 weights: qs[32c..32c+32), low nibbles are sub-block 2c, high nibbles sub-block 2c+1;

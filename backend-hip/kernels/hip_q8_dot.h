@@ -54,6 +54,12 @@ __device__ inline int word_at(const uint8_t* p, int i) {
 __device__ inline int minus8(uint32_t v) {
     return int((v + 0x78787878u) ^ 0x80808080u);
 }
+// Quant word i (0..3) of a Q4_0 block's 16 bytes into the block's int8 weights minus 8: word i
+// of weights 0..15 (low nibbles) and of weights 16..31 (high nibbles).
+__device__ inline void q4_0_words(uint32_t q, int i, int (&w)[8]) {
+    w[i] = minus8(q & 0x0F0F0F0Fu);
+    w[4 + i] = minus8((q >> 4) & 0x0F0F0F0Fu);
+}
 // Bytes 0..63 -> bytes minus 32 (Q6_K's offset), the same way.
 __device__ inline int minus32(uint32_t v) {
     return int((v + 0x60606060u) ^ 0x80808080u);
@@ -135,11 +141,8 @@ struct Q8Dot<DType::Q4_0> {
         int w[2][8];
         TANDEM_Q8_UNROLL
         for (int i = 0; i < 4; ++i) {
-            const uint32_t q0 = first_quants<36>(v, i), q1 = v[5 + i];
-            w[0][i] = minus8(q0 & 0x0F0F0F0Fu);
-            w[0][4 + i] = minus8((q0 >> 4) & 0x0F0F0F0Fu);
-            w[1][i] = minus8(q1 & 0x0F0F0F0Fu);
-            w[1][4 + i] = minus8((q1 >> 4) & 0x0F0F0F0Fu);
+            q4_0_words(first_quants<36>(v, i), i, w[0]);
+            q4_0_words(v[5 + i], i, w[1]);
         }
         pair_dot<TM>(w, d0, d1, b, x, n_tok, acc);
     }
@@ -169,8 +172,9 @@ struct Q8Dot<DType::Q8_0> {
 // Repacked Q4_0 / Q8_0 (hip_packed.h: groups of 8 blocks, [8 f16 scales][8 x Quant bytes]):
 // items of one block, b % 8 of group b / 8: its scale a half-word, its quants one (Q4_0) or two
 // (Q8_0) 16-byte loads. One block, not a pair as in the file layout: a warp's loads of one
-// instruction then span half the bytes (the activation words of 32 lanes: 1 KiB, not 2), and
-// the L1 wavefronts per weight byte, which bound this kernel on the H200, drop by about 40 %.
+// instruction then span half the bytes (the activation words of 32 lanes: 1 KiB, not 2): fewer
+// L1 wavefronts per weight byte, which bound this kernel on the H200 (8B decode: +2 % Q4_0,
+// +5 % Q8_0 over the file layout's block pairs; docs/hip.md).
 template <int Quant>
 struct Q8DotPacked {
     static constexpr int kWeights = 32, kItems = 1, kAlign = 16;
@@ -182,14 +186,11 @@ struct Q8DotPacked {
         const auto* q = reinterpret_cast<const uint4*>(grp + 16 + (b % 8) * Quant);
         int w[8];
         if constexpr (Quant == 16) {
-            // Weights 0..15 (low nibbles) then 16..31 (high nibbles), minus 8.
             const uint4 v = q[0];
-            const uint32_t qw[4] = {v.x, v.y, v.z, v.w};
-            TANDEM_Q8_UNROLL
-            for (int i = 0; i < 4; ++i) {
-                w[i] = minus8(qw[i] & 0x0F0F0F0Fu);
-                w[4 + i] = minus8((qw[i] >> 4) & 0x0F0F0F0Fu);
-            }
+            q4_0_words(v.x, 0, w);
+            q4_0_words(v.y, 1, w);
+            q4_0_words(v.z, 2, w);
+            q4_0_words(v.w, 3, w);
         } else {
             const uint4 a = q[0], c = q[1];
             w[0] = int(a.x), w[1] = int(a.y), w[2] = int(a.z), w[3] = int(a.w);
