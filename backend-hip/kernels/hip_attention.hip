@@ -248,7 +248,8 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
 // out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M), M = max_s m_s; empty runs (m_s = -inf)
 // weigh nothing. The run holding the token's own position is never empty, so M is finite.
 // The weights e^(m_s - M) are computed once per split (shared), then every thread sums its dims
-// over the splits with its loads independent. q8 (or null; head_dim % 32 == 0): the output is
+// over the splits with its loads independent. q8 (or null; head_dim % 32 == 0, rows of a
+// multiple of 256 values: hip_q8_layout.h): the output is
 // also left as q8 activations of the [n_tokens, n_head * head_dim] rows for the next matmul.
 __global__ void k_attention_combine(int64_t hd, int n_split, const float* part_ml,
                                     const float* part_acc, float* out, int8_t* q8s, float2* q8d) {
@@ -398,7 +399,8 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                            window, scale, softcap, k_cache, v_cache, f16 ? 1 : 0, kvec ? 1 : 0,
                            vvec ? 1 : 0, n_past, n_split, part_ml, part_acc, out);
     }
-    const bool q8_out = q8 && n_split > 1 && head_dim % kQ8Block == 0;
+    const bool q8_out =
+        q8 && n_split > 1 && head_dim % kQ8Block == 0 && (n_head * head_dim) % kQ8LayoutGroup == 0;
     if (n_split > 1) {
         auto* q8s = q8_out ? static_cast<int8_t*>(q8) : nullptr;
         auto* q8d =

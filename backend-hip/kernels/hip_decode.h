@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "hip_packed.h"
+#include "hip_q8_layout.h"
 #include "hip_weight_types.h"
 #include "tandem/common/dtype.h"
 
@@ -57,14 +58,15 @@ __device__ inline float group_max(float v) {
 }
 
 // Quantises value v of 32-value block blk (one per lane of a whole 32-lane group, lane i holding
-// value i) into the q8 activations qs / ds (launch_quantize_q8's layout); live: store it.
+// value i) into the q8 activations qs / ds (launch_quantize_q8's layout, hip_q8_layout.h);
+// live: store it.
 __device__ inline void q8_store_group(float v, int64_t i, bool live, int8_t* qs, float2* ds) {
     const float amax = group_max(fabsf(v));
     const float d = amax / 127.0f;
     const int q = amax > 0.0f ? int(rintf(v / d)) : 0;
     const float sum = group_sum(float(q));  // exact: |sum| <= 32 * 127
     if (!live) return;
-    qs[i] = int8_t(q);
+    qs[q8_byte_offset(i)] = int8_t(q);
     if (i % kLaneGroup == 0) ds[i / kLaneGroup] = make_float2(d, d * sum);
 }
 

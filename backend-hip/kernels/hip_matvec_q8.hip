@@ -1,13 +1,16 @@
 // Decode matvec over int8 activations (n_tok <= 8, weight types Q4_0 Q8_0 Q4_K Q5_K Q6_K).
 // - k_quantize_q8: each 32 activations of a token become int8 q[32] with a float scale
-//   d = max|x| / 127 and the block's sum s = d * sum(q) (the K-quants' mins need it), as the CPU
-//   backend quantises its activations.
-// - k_matvec_q8: 1, 2 or 4 rows per block of 128 threads; a row is a sequence of "items" (two
-//   Q4_0/Q8_0 blocks read as whole words, a sixteenth of a K-quant super-block), and a row's
-//   threads take items i, i + threads, ...; an item's weights meet the same number of
-//   activation words (16-byte loads) through 4-way int8 dot products, scaled once per block.
-//   Consecutive threads read consecutive bytes, so a warp's loads cover contiguous cache lines.
-// The int8 weights (nibbles are widened in registers, the Q4_0/Q6_K offsets folded in by byte
+//   d = max|x| / 127 and the block's sum s = d * sum(q) (Q4_0's offset and the K-quants' mins
+//   need it), as the CPU backend quantises its activations; the values in the halves layout of
+//   hip_q8_layout.h.
+// - k_matvec_q8: a block of 128 threads takes R (1, 2 or 4) consecutive output rows; a row is
+//   a sequence of "items" (a Q4_0/Q8_0 block or block pair, a slice of a K-quant super-block,
+//   hip_q8_dot.h) and the block's threads take items i, i + 128, ... of every one of its rows:
+//   an item's activations are loaded once per token and meet the R rows' weights, which halves
+//   the activation loads per weight byte at R = 2 (the activations, not the weights, bound the
+//   L1 traffic: 2 bytes of int8 activations per byte of Q4_0). Consecutive threads read
+//   consecutive bytes, so a warp's loads fill whole cache lines.
+// The int8 weights (nibbles are widened in registers, the Q6_K offset folded in by byte
 // arithmetic) and activations meet in dot4(): __dp4a on CUDA, v_dot4_i32_i8 on AMD targets that
 // have it, a plain sum elsewhere.
 #if !defined(TANDEM_HIP_ON_CUDA)
@@ -28,7 +31,7 @@ constexpr int kQ8Threads = 128;  // matvec block: one output row
 constexpr int kQuantThreads = 256;
 
 // grid: ceil(n_tok * n_in / 32 / 8) blocks of 256 threads, a 32-lane group per activation
-// block. qs [n_tok, n_in] int8, ds [n_tok, n_in / 32] (d, s).
+// block. qs [n_tok, n_in] int8 (hip_q8_layout.h), ds [n_tok, n_in / 32] (d, s).
 __global__ void __launch_bounds__(kQuantThreads)
     k_quantize_q8(const float* x, int64_t n_blocks, int8_t* qs, float2* ds) {
     const int64_t i = int64_t(blockIdx.x) * kQuantThreads + threadIdx.x;
@@ -47,6 +50,12 @@ struct Q8Parts {
     int n;
     Q8Rope rope;
 };
+
+__host__ __device__ inline int64_t parts_rows(const Q8Parts& parts) {
+    int64_t rows = 0;
+    for (int i = 0; i < parts.n; ++i) rows += parts.n_out[i];
+    return rows;
+}
 
 // Rope: the row (of q or k) at slot s (0..R-1) of the part's block `blk` of R rows. Normal
 // mode: rows in order (pairs are neighbours); NeoX: the block's R / 2 pairs j0.. of one head
@@ -76,124 +85,151 @@ __device__ inline void rope_cache_put(const Q8Rope& r, void* cache, int64_t widt
         static_cast<float*>(cache)[at] = v;
 }
 
-// A block of kQ8Threads = 4 lane groups; W groups share an output row (4 / W rows per block),
-// thread i of a row's 32W takes items i, i + 32W, ...; out[t, row] for t < n_tok <= TM. Rows
-// run over the parts one after the other (a block may straddle two).
-template <uint32_t TypeId, int TM, int W>
+// Row g of the launch (rows run over the parts one after the other) as part p and row r in it;
+// a row past the end is the last part's last row (read, never written: every thread reaches
+// the barrier). Selects, not a dynamic index (which would copy the parameter arrays to local
+// memory).
+__device__ inline void locate_row(const Q8Parts& parts, int64_t g, int& p, int64_t& r) {
+    const int64_t n0 = parts.n_out[0], n1 = parts.n > 1 ? parts.n_out[1] : 0;
+    p = parts.n > 1 && g >= n0 ? (parts.n > 2 && g >= n0 + n1 ? 2 : 1) : 0;
+    r = g - (p >= 1 ? n0 : 0) - (p == 2 ? n1 : 0);
+    const int64_t n_out = p == 0 ? n0 : p == 1 ? n1 : parts.n_out[2];
+    if (r >= n_out) r = n_out - 1;
+}
+
+// The R rows of block blockIdx.x, out[t, row] for t < n_tok <= TM. Rope (parts.rope.pos set):
+// a block's rows are whole rotation pairs of one part (rope_row; parts are whole blocks then).
+// A template flag, so the other launches' kernels carry none of its code: its double-precision
+// angles (their slow paths keep arrays on the stack) took the kernel from 40 to 56 registers,
+// 12 to 9 blocks per SM, and 1.5x the time (H200, docs/hip.md).
+template <uint32_t TypeId, int TM, int R, bool Rope>
 __global__ void __launch_bounds__(kQ8Threads)
-    k_matvec_q8(Q8Parts parts, int64_t row_stride, int64_t n_in, const int8_t* __restrict__ xq,
+    k_matvec_q8(Q8Parts parts, int64_t row_stride, int n_in, const int8_t* __restrict__ xq,
                 const float2* __restrict__ xds, int n_tok) {
     constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     using D = Q8Dot<T>;
-    constexpr int kGroups = kQ8Threads / kLaneGroup, kRowThreads = W * kLaneGroup;
-    __shared__ float part[kGroups][TM];
+    constexpr int kGroups = kQ8Threads / kLaneGroup;
+    __shared__ float part[kGroups][R * TM];
     const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;
-    constexpr int R = kGroups / W;  // rows per block
-    int64_t row = int64_t(blockIdx.x) * R + g / W;
-    int p = 0;
-    if (parts.n > 1 && row >= parts.n_out[0]) {
-        row -= parts.n_out[0];
-        p = 1;
-        if (parts.n > 2 && row >= parts.n_out[1]) {
-            row -= parts.n_out[1];
-            p = 2;
-        }
+    constexpr bool rope = Rope && R >= 2;
+    const int64_t first = int64_t(blockIdx.x) * R;
+    int p0;
+    int64_t r0;
+    locate_row(parts, first, p0, r0);
+    const int64_t blk = r0 / R;  // rope: the block's index in its part
+    const uint8_t* wr[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        int p;
+        int64_t row;
+        locate_row(parts, first + r, p, row);
+        if (rope && p0 < 2) p = p0, row = rope_row(parts.rope, blk, r, R);
+        wr[r] = (p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2]) + row * row_stride;
     }
-    const bool rope = parts.rope.pos != nullptr;
-    const int64_t blk = row / R;  // the block's index in its part (parts are whole blocks)
-    if (rope && p < 2) row = rope_row(parts.rope, blk, g / W, R);
-    // Selects, not a dynamic index (which would copy the parameter arrays to local memory).
-    const uint8_t* w = p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2];
-    const int64_t n_out = p == 0 ? parts.n_out[0] : p == 1 ? parts.n_out[1] : parts.n_out[2];
-    // A row past the end reads the last row and writes nothing: every thread reaches the
-    // barrier below.
-    const uint8_t* wr = w + (row < n_out ? row : n_out - 1) * row_stride;
+    // Tokens past n_tok read token 0 (loads without a condition) and are not written.
     Act x[TM];
 #pragma unroll
     for (int t = 0; t < TM; ++t) {
         const int tt = t < n_tok ? t : 0;
-        x[t].q = reinterpret_cast<const int*>(xq + int64_t(tt) * n_in);
+        x[t].q = reinterpret_cast<const int4*>(xq + int64_t(tt) * n_in);
         x[t].ds = xds + int64_t(tt) * (n_in / kQ8Block);
     }
-    float acc[TM];
+    float acc[R][TM];
 #pragma unroll
-    for (int t = 0; t < TM; ++t) acc[t] = 0.0f;
-    // 32-bit item indices (a row has far fewer than 2^31 items): fewer instructions per item.
-    const int n_items = int(n_in / D::kWeights * D::kItems);
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < TM; ++t) acc[r][t] = 0.0f;
+    const int n_items = n_in / D::kWeights * D::kItems;
     // Two items per trip: the second item's loads issue before the first one's dots wait.
 #pragma unroll 2
-    for (int it = int(threadIdx.x) % kRowThreads; it < n_items; it += kRowThreads)
-        D::template dot<TM>(wr, it / D::kItems, it % D::kItems, x, n_tok, acc);
+    for (int it = int(threadIdx.x); it < n_items; it += kQ8Threads) {
+        const int b = it / D::kItems, k = it % D::kItems;
+        typename D::A a[TM];
 #pragma unroll
-    for (int t = 0; t < TM; ++t) {
-        const float v = group_sum(acc[t]);
-        if (lane == 0) part[g][t] = v;
+        for (int t = 0; t < TM; ++t) a[t] = D::acts(x[t], b, k);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const typename D::W w = D::weights(wr[r], b, k);
+#pragma unroll
+            for (int t = 0; t < TM; ++t) acc[r][t] += D::dot(w, a[t]);
+        }
     }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < TM; ++t) {
+            const float v = group_sum(acc[r][t]);
+            if (lane == 0) part[g][r * TM + t] = v;
+        }
     __syncthreads();
-    // Thread t of the row's first group writes token t.
-    if (g % W == 0 && lane < TM && lane < n_tok && row < n_out) {
-        const float* bias = p == 0 ? parts.bias[0] : p == 1 ? parts.bias[1] : parts.bias[2];
-        float* out = p == 0 ? parts.out[0] : p == 1 ? parts.out[1] : parts.out[2];
-        float v = 0.0f;
+    // Thread r * TM + t writes row slot r, token t.
+    const int q = int(threadIdx.x), r = q / TM, t = q % TM;
+    if (q >= R * TM || t >= n_tok || first + r >= parts_rows(parts)) return;
+    int p;
+    int64_t row;
+    locate_row(parts, first + r, p, row);
+    if (rope && p < 2) row = rope_row(parts.rope, blk, r, R);
+    const float* bias = p == 0 ? parts.bias[0] : p == 1 ? parts.bias[1] : parts.bias[2];
+    float* out = p == 0 ? parts.out[0] : p == 1 ? parts.out[1] : parts.out[2];
+    const int64_t n_out = p == 0 ? parts.n_out[0] : p == 1 ? parts.n_out[1] : parts.n_out[2];
+    float v = bias ? bias[row] : 0.0f;
 #pragma unroll
-        for (int i = 0; i < W; ++i) v += part[g + i][lane];
-        v += bias ? bias[row] : 0.0f;
-        if (!rope) {
-            out[int64_t(lane) * n_out + row] = v;
-            return;
-        }
-        if (p < 2) {  // the partner row's slot, in this block
-            const int s = g / W, m = R / 2;
-            const int ps = parts.rope.neox ? (s < m ? s + m : s - m) : s ^ 1;
-            float pv = 0.0f;
-#pragma unroll
-            for (int i = 0; i < W; ++i) pv += part[ps * W + i][lane];
-            const int64_t prow = rope_row(parts.rope, blk, ps, R);
-            pv += bias ? bias[prow] : 0.0f;
-            v = rope_value(parts.rope, row, lane, v, pv);
-        }
-        if (p == 0)
-            out[int64_t(lane) * n_out + row] = v;
-        else
-            rope_cache_put(parts.rope, p == 1 ? parts.rope.k_cache : parts.rope.v_cache, n_out,
-                           lane, row, v);
+    for (int i = 0; i < kGroups; ++i) v += part[i][q];
+    if constexpr (!rope) {
+        out[int64_t(t) * n_out + row] = v;
+        return;
     }
+    if (p < 2) {  // the partner row's slot, in this block
+        const int m = R / 2;
+        const int ps = parts.rope.neox ? (r < m ? r + m : r - m) : r ^ 1;
+        const int64_t prow = rope_row(parts.rope, blk, ps, R);
+        float pv = bias ? bias[prow] : 0.0f;
+#pragma unroll
+        for (int i = 0; i < kGroups; ++i) pv += part[i][ps * TM + t];
+        v = rope_value(parts.rope, row, t, v, pv);
+    }
+    if (p == 0)
+        out[int64_t(t) * n_out + row] = v;
+    else
+        rope_cache_put(parts.rope, p == 1 ? parts.rope.k_cache : parts.rope.v_cache, n_out, t, row,
+                       v);
 }
 
-// Lane groups per output row: 1, 2 or 4 (4, 2 or 1 rows per block of 4 groups). Defaults from
-// an H200 decode sweep (8B, tg128, tok/s for 4 / 2 / 1 groups): Q4_K 198 / 199 / 206 (items of
-// 16 bytes: 128 per 4096-row, one per lane of a block), Q4_0 237 / 245 / 228; Q5_K follows Q4_K
-// (same items), Q8_0 follows Q4_0 since its items are block pairs too (64 per 4096-row), Q6_K
-// keeps 4. TANDEM_HIP_Q8_GROUPS = 1, 2 or 4 overrides, for tuning.
-int q8_groups_per_row(DType type) {
-    const DType t = file_type(type);
-    // Read at every launch (a getenv per matmul when enqueued; replayed graphs keep theirs), so
-    // one process can compare the settings.
-    if (const char* v = std::getenv("TANDEM_HIP_Q8_GROUPS")) {
+// Output rows per block of 128 threads: 4, 2 for Q8_0 (whose weights are already half the
+// bytes an item moves). H200, one 8B/70B-shaped matvec at a time (.gpu-style lab, docs/hip.md):
+// Q4_0 gate+up 26.9 / 20.1 / 17.2 us for 1 / 2 / 4 rows, Q8_0 32.5 / 29.3 / 30.4.
+// TANDEM_HIP_Q8_ROWS = 1, 2 or 4 overrides, for tuning; read at every launch (a getenv per
+// matmul when enqueued; replayed graphs keep theirs), so one process can compare the settings.
+int q8_rows_per_block(DType type) {
+    if (const char* v = std::getenv("TANDEM_HIP_Q8_ROWS")) {
         const int n = std::atoi(v);
         return n == 1 || n == 2 ? n : 4;
     }
-    return t == DType::Q4_K || t == DType::Q5_K ? 1 : t == DType::Q4_0 || t == DType::Q8_0 ? 2 : 4;
+    return file_type(type) == DType::Q8_0 ? 2 : 4;
+}
+
+template <DType T, int TM, int R>
+void matvec_q8_launch_rows(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
+                           const float2* xds, int n_tok, hipStream_t s) {
+    const int64_t rows = parts_rows(parts);
+    const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(kQ8Threads);
+    if (parts.rope.pos)
+        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, R, true>), grid, block, 0, s, parts, stride,
+                           n_in, xq, xds, n_tok);
+    else
+        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, R, false>), grid, block, 0, s, parts,
+                           stride, n_in, xq, xds, n_tok);
 }
 
 template <DType T, int TM>
-void matvec_q8_launch(const Q8Parts& parts, int64_t stride, int64_t n_in, const int8_t* xq,
-                      const float2* xds, int n_tok, hipStream_t s) {
-    const int groups = q8_groups_per_row(T);
-    const int64_t rows_per_block = (kQ8Threads / kLaneGroup) / groups;
-    int64_t rows = 0;
-    for (int i = 0; i < parts.n; ++i) rows += parts.n_out[i];
-    const dim3 grid(static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block)),
-        block(kQ8Threads);
-    if (groups == 1)
-        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, 1>), grid, block, 0, s, parts, stride, n_in,
-                           xq, xds, n_tok);
-    else if (groups == 2)
-        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, 2>), grid, block, 0, s, parts, stride, n_in,
-                           xq, xds, n_tok);
+void matvec_q8_launch(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
+                      const float2* xds, int n_tok, int rows_per_block, hipStream_t s) {
+    if (rows_per_block == 1)
+        matvec_q8_launch_rows<T, TM, 1>(parts, stride, n_in, xq, xds, n_tok, s);
+    else if (rows_per_block == 2)
+        matvec_q8_launch_rows<T, TM, 2>(parts, stride, n_in, xq, xds, n_tok, s);
     else
-        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, 4>), grid, block, 0, s, parts, stride, n_in,
-                           xq, xds, n_tok);
+        matvec_q8_launch_rows<T, TM, 4>(parts, stride, n_in, xq, xds, n_tok, s);
 }
 
 template <DType T>
@@ -212,34 +248,39 @@ bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_
         parts.out[i] = m[i].out;
         parts.n_out[i] = m[i].n_out;
     }
+    const int rows_per_block = q8_rows_per_block(T);
+    if (rope && (rows_per_block < 2 || rope->head_dim % (2 * rows_per_block) != 0)) return false;
     const auto* xq = static_cast<const int8_t*>(q8);
     const auto* xds = reinterpret_cast<const float2*>(xq + n_tok * n_in);
-    const int nt = int(n_tok);
+    const int nt = int(n_tok), ni = int(n_in);
     if (n_tok == 1)
-        matvec_q8_launch<T, 1>(parts, stride, n_in, xq, xds, nt, s);
+        matvec_q8_launch<T, 1>(parts, stride, ni, xq, xds, nt, rows_per_block, s);
     else if (n_tok == 2)
-        matvec_q8_launch<T, 2>(parts, stride, n_in, xq, xds, nt, s);
+        matvec_q8_launch<T, 2>(parts, stride, ni, xq, xds, nt, rows_per_block, s);
     else if (n_tok <= 4)
-        matvec_q8_launch<T, 4>(parts, stride, n_in, xq, xds, nt, s);
+        matvec_q8_launch<T, 4>(parts, stride, ni, xq, xds, nt, rows_per_block, s);
     else
-        matvec_q8_launch<T, 8>(parts, stride, n_in, xq, xds, nt, s);
+        matvec_q8_launch<T, 8>(parts, stride, ni, xq, xds, nt, rows_per_block, s);
     return true;
 }
 
 }  // namespace
 
 bool q8_matvec_supported(DType type, int64_t n_in, int64_t n_out, int64_t n_tok) {
-    if (n_tok < 1 || n_tok > kMatvecMaxTokens || n_in < 1 || n_out < 1 || n_out > kMaxGridX)
+    if (n_tok < 1 || n_tok > kMatvecMaxTokens || n_in < 1 || n_in > (int64_t(1) << 30) ||
+        n_out < 1 || n_out > kMaxGridX)
         return false;
-    if (is_packed(type)) return n_in % 256 == 0;  // whole groups of 8 blocks
-    switch (type) {
+    // Rows of whole groups of the activation layout (hip_q8_layout.h), which also makes them
+    // whole items of every type: Q4_0/Q8_0 block pairs, 8-block groups when repacked,
+    // K-quant super-blocks.
+    if (n_in % kQ8LayoutGroup != 0) return false;
+    switch (file_type(type)) {
         case DType::Q4_0:
         case DType::Q8_0:
-            return n_in % 64 == 0;  // items of two blocks (hip_q8_dot.h)
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K:
-            return n_in % 256 == 0;
+            return true;
         default:
             return false;
     }
@@ -251,7 +292,7 @@ uint64_t q8_act_bytes(int64_t n_in, int64_t n_tok) {
 }
 
 void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, hipStream_t s) {
-    launch_require(x && q8 && n_in % kQ8Block == 0 && n_tok >= 1 && n_tok <= kMatvecMaxTokens,
+    launch_require(x && q8 && n_in % kQ8LayoutGroup == 0 && n_tok >= 1 && n_tok <= kMatvecMaxTokens,
                    "quantize_q8", std::to_string(n_tok) + " x " + std::to_string(n_in));
     const int64_t n = n_tok * n_in;
     auto* qs = static_cast<int8_t*>(q8);
@@ -262,7 +303,7 @@ void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, h
 }
 
 bool q8_rope_supported(DType type, int64_t head_dim) {
-    const int rows_per_block = (kQ8Threads / kLaneGroup) / q8_groups_per_row(type);
+    const int rows_per_block = q8_rows_per_block(type);
     return rows_per_block >= 2 && head_dim % (2 * rows_per_block) == 0;
 }
 

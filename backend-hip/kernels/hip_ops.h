@@ -49,10 +49,11 @@ bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const
 bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
                           int64_t n_tok, const float* bias, float* out, hipStream_t s);
 // Decode matvec over int8 activations (hip_matvec_q8.hip): x [n_tok, n_in] is quantised once
-// (launch_quantize_q8, into q8_act_bytes() of device memory: int8 per value, a float scale and
-// sum per 32), then each matvec reading it dots int8 weights with it 4 at a time. Q4_0, Q8_0,
-// Q4_K, Q5_K, Q6_K; n_tok <= kMatvecMaxTokens; launch_matvec_q8 returns false, enqueueing
-// nothing, where it does not apply (type, shape, weight alignment).
+// (launch_quantize_q8, into q8_act_bytes() of device memory: int8 per value in the layout of
+// hip_q8_layout.h, a float scale and sum per 32; rows of a multiple of 256 values), then each
+// matvec reading it dots int8 weights with it 4 at a time. Q4_0, Q8_0, Q4_K, Q5_K, Q6_K; n_tok <=
+// kMatvecMaxTokens; launch_matvec_q8 returns false, enqueueing nothing, where it does not apply
+// (type, shape, weight alignment).
 bool q8_matvec_supported(DType type, int64_t n_in, int64_t n_out, int64_t n_tok);
 uint64_t q8_act_bytes(int64_t n_in, int64_t n_tok);
 void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, hipStream_t s);

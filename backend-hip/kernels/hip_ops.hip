@@ -72,7 +72,8 @@ __device__ inline V xor8(V v, int off) {
 }
 
 // The q8 activations of one float4 (index i of the row; 8 consecutive threads hold a block of
-// 32), exactly as k_quantize_q8 makes them: d = max|x| / 127, q = round(x / d), s = d * sum q.
+// 32), exactly as k_quantize_q8 makes them: d = max|x| / 127, q = round(x / d), s = d * sum q;
+// the four values' bytes are one word of the layout (hip_q8_layout.h: halves of 16 values).
 // Every lane of the warp calls it; lanes with live == false add zeros and store nothing.
 __device__ inline void q8_store4(float4 a, int64_t i, bool live, int8_t* qs, float2* ds) {
     float m = fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w)));
@@ -83,13 +84,15 @@ __device__ inline void q8_store4(float4 a, int64_t i, bool live, int8_t* qs, flo
     int sum = q0 + q1 + q2 + q3;
     for (int off = 4; off > 0; off >>= 1) sum += xor8(sum, off);
     if (!live) return;
-    reinterpret_cast<uint32_t*>(qs)[i] = (uint32_t(q0) & 0xffu) | ((uint32_t(q1) & 0xffu) << 8) |
-                                         ((uint32_t(q2) & 0xffu) << 16) | (uint32_t(q3) << 24);
+    *reinterpret_cast<uint32_t*>(qs + q8_byte_offset(4 * i)) =
+        (uint32_t(q0) & 0xffu) | ((uint32_t(q1) & 0xffu) << 8) | ((uint32_t(q2) & 0xffu) << 16) |
+        (uint32_t(q3) << 24);
     if (threadIdx.x % 8 == 0) ds[i / 8] = make_float2(d, d * float(sum));
 }
 
-// GatedAct that also leaves its output's q8 activations (n4 float4s, rows of a multiple of 32
-// floats, so blocks of 32 never straddle rows and the flat layout is the per-row one).
+// GatedAct that also leaves its output's q8 activations (n4 float4s, rows of a multiple of 256
+// floats, so neither blocks of 32 nor the layout's groups straddle rows and the flat layout is
+// the per-row one).
 __global__ void __launch_bounds__(kBlock)
     k_gated4_q8(int act, const float4* gate, const float4* up, int64_t n4, float4* out, int8_t* qs,
                 float2* ds) {
@@ -297,8 +300,8 @@ void launch_spin(long long cycles, hipStream_t s) {
 bool launch_rms_norm_q8(const float* x, const float* w, int64_t cols, int64_t rows, float eps,
                         float* out, void* q8, hipStream_t s) {
     const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-    if (!x || !out || !q8 || cols % 32 != 0 || rows < 1 || rows > kMatvecMaxTokens || !a16(x) ||
-        !a16(out) || (w && !a16(w)))
+    if (!x || !out || !q8 || cols % kQ8LayoutGroup != 0 || rows < 1 || rows > kMatvecMaxTokens ||
+        !a16(x) || !a16(out) || (w && !a16(w)))
         return false;
     auto* qs = static_cast<int8_t*>(q8);
     auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
@@ -315,7 +318,7 @@ bool launch_add_rms_norm(const float* a, const float* b, float* sum, const float
         (w && !a16(w)))
         return false;
     if (q8) {
-        if (cols % 32 != 0 || rows > kMatvecMaxTokens) return false;
+        if (cols % kQ8LayoutGroup != 0 || rows > kMatvecMaxTokens) return false;
         auto* qs = static_cast<int8_t*>(q8);
         auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
         hipLaunchKernelGGL((k_rms_norm4<true, true>), dim3(static_cast<unsigned>(rows)),
@@ -331,8 +334,8 @@ bool launch_add_rms_norm(const float* a, const float* b, float* sum, const float
 bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, int64_t rows,
                      float* out, void* q8, hipStream_t s) {
     const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-    if (!gate || !up || !out || !q8 || cols % 32 != 0 || rows < 1 || rows > kMatvecMaxTokens ||
-        !a16(gate) || !a16(up) || !a16(out))
+    if (!gate || !up || !out || !q8 || cols % kQ8LayoutGroup != 0 || rows < 1 ||
+        rows > kMatvecMaxTokens || !a16(gate) || !a16(up) || !a16(out))
         return false;
     const int64_t n4 = rows * cols / 4;
     auto* qs = static_cast<int8_t*>(q8);

@@ -5,27 +5,30 @@
 
 namespace tandem::hip {
 
+// The hardware conversion on the GPU (one instruction). It must not branch: a scale decoded
+// between a weight row's loads with a data-dependent branch (the subnormal loop this replaced)
+// holds back every later load of the thread, and made the decode matvec 1.5x slower on an H200
+// (docs/hip.md, session 8).
 __device__ inline float f16_bits_to_f32(uint16_t h) {
+#if defined(TANDEM_HIP_ON_CUDA) && defined(__CUDA_ARCH__)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#elif defined(__HIP_DEVICE_COMPILE__)
+    return float(__builtin_bit_cast(_Float16, h));
+#else
+    // Host passes (and the host tests): the bits moved into place, subnormals renormalised by
+    // a float subtraction, inf/nan given the full exponent; selects, no loop.
     const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0x1fu) {
-        bits = sign | 0x7f800000u | (man << 13);  // inf / nan
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112u) << 23) | (man << 13);
-    } else if (man == 0) {
-        bits = sign;
-    } else {
-        // Subnormal: shift the mantissa up until its leading one reaches the implicit bit.
-        exp = 113u;
-        while ((man & 0x400u) == 0) {
-            man <<= 1;
-            --exp;
-        }
-        bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
-    }
-    return __uint_as_float(bits);
+    const uint32_t body = uint32_t(h & 0x7fffu) << 13;  // exponent and mantissa, f32 positions
+    const uint32_t exp = body & 0x0f800000u;
+    const uint32_t normal = body + ((127u - 15u) << 23);
+    const float sub = __uint_as_float(normal + (1u << 23)) - __uint_as_float(113u << 23);
+    const uint32_t bits = exp == 0x0f800000u ? normal + ((128u - 16u) << 23)
+                          : exp == 0         ? __float_as_uint(sub)
+                                             : normal;
+    return __uint_as_float(sign | bits);
+#endif
 }
 
 __device__ inline float bf16_bits_to_f32(uint16_t h) {

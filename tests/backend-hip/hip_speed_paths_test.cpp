@@ -15,6 +15,7 @@
 // runs on the host here, against the same reference, so index slips show up without a GPU.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,7 @@
 
 // Plain C++ stand-ins for the device names hip_q8_dot.h uses (dot4 takes its plain-sum branch).
 #define __device__
+#define __host__
 struct uint2 {
     unsigned x, y;
 };
@@ -55,6 +57,7 @@ inline unsigned __float_as_uint(float f) {
 }
 #include "../../backend-hip/kernels/hip_q8_dot.h"
 #undef __device__
+#undef __host__
 
 namespace tandem::test {
 namespace {
@@ -69,8 +72,9 @@ std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<flo
                                      int64_t n_tok, const uint8_t* bytes = nullptr) {
     using D = hip::Q8Dot<T>;
     const int64_t n_in = w.ne[0], n_out = w.ne[1];
-    // The activations as k_quantize_q8 lays them out: int8 values, (d, s) per 32.
-    std::vector<int8_t> q(x.size());
+    // The activations as k_quantize_q8 lays them out: int8 values (hip_q8_layout.h), (d, s)
+    // per 32.
+    std::vector<int4> q(x.size() / 16);
     std::vector<float2> ds(x.size() / 32);
     for (size_t b = 0; b < x.size(); b += 32) {
         float amax = 0.0f;
@@ -78,15 +82,16 @@ std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<flo
         const float d = amax / 127.0f;
         int sum = 0;
         for (size_t i = b; i < b + 32; ++i) {
-            q[i] = int8_t(amax > 0.0f ? std::nearbyint(x[i] / d) : 0.0f);
-            sum += q[i];
+            const auto v = int8_t(amax > 0.0f ? std::nearbyint(x[i] / d) : 0.0f);
+            reinterpret_cast<int8_t*>(q.data())[hip::q8_byte_offset(int64_t(i))] = v;
+            sum += v;
         }
         ds[b / 32] = {d, d * float(sum)};
     }
     hip::Act act[8];
     for (int t = 0; t < 8; ++t) {
         const int64_t tt = t < n_tok ? t : 0;
-        act[t].q = reinterpret_cast<const int*>(q.data() + tt * n_in);
+        act[t].q = q.data() + tt * n_in / 16;
         act[t].ds = ds.data() + tt * (n_in / 32);
     }
     const size_t rb = row_bytes(hip::file_type(T), uint64_t(n_in));
@@ -96,11 +101,28 @@ std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<flo
         float acc[8] = {};
         const int64_t n_items = n_in / D::kWeights * D::kItems;
         for (int64_t it = 0; it < n_items; ++it)
-            D::template dot<8>(bytes + o * rb, it / D::kItems, int(it % D::kItems), act, int(n_tok),
-                               acc);
+            hip::q8_item<T, 8>(bytes + o * rb, int(it / D::kItems), int(it % D::kItems), act, acc);
         for (int64_t t = 0; t < n_tok; ++t) out[size_t(t * n_out + o)] = acc[t];
     }
     return out;
+}
+
+// The host pass of the kernels' f16 decoding (branch-free since the GPU passes became one
+// conversion instruction) against the compiler's own half type, every bit pattern.
+TEST(HipSpeedPaths, F16ScalesDecodeLikeTheCompilersHalf) {
+    int checked = 0;
+    for (uint32_t b = 0; b < 0x10000u; ++b) {
+        const auto h = static_cast<uint16_t>(b);
+        const float want = static_cast<float>(std::bit_cast<_Float16>(h));
+        const float got = hip::f16_bits_to_f32(h);
+        if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(got)) << std::hex << b;
+        } else {
+            EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << std::hex << b;
+        }
+        ++checked;
+    }
+    EXPECT_EQ(checked, 65536);
 }
 
 TEST(HipSpeedPaths, Q8ItemsOnTheHostMatchTheQuantisedProduct) {
@@ -164,12 +186,12 @@ TEST(HipSpeedPaths, Q8MatvecEveryTypeShapeAndTokenCount) {
             }
 }
 
-// TANDEM_HIP_Q8_GROUPS = 1, 2 and 4: one, two or four lane groups per row (4, 2 or 1 rows per
-// block, the last block partly past the end for odd row counts); the default depends on the type.
-TEST(HipSpeedPaths, Q8MatvecLaneGroupsPerRow) {
+// TANDEM_HIP_Q8_ROWS = 1, 2 and 4 output rows per block of 128 threads (the last block partly
+// past the end for odd row counts); the default is 4 (2 for Q8_0).
+TEST(HipSpeedPaths, Q8MatvecRowsPerBlock) {
     TANDEM_HIP_OR_SKIP(hip);
-    for (const char* groups : {"1", "2", "4"}) {
-        ::setenv("TANDEM_HIP_Q8_GROUPS", groups, 1);
+    for (const char* rows : {"1", "2", "4"}) {
+        ::setenv("TANDEM_HIP_Q8_ROWS", rows, 1);
         for (DType t : kQ8Types)
             for (auto [n_in, n_out, T] : {std::tuple<int64_t, int64_t, int64_t>{256, 1, 1},
                                           {2304, 67, 2},
@@ -182,14 +204,14 @@ TEST(HipSpeedPaths, Q8MatvecLaneGroupsPerRow) {
                 g.node(Op::MatMul, g.output(y, n_out, T),
                        {g.weight(*hip, w), g.input(x.data(), n_in, T)});
                 g.run(*hip);
-                const std::string what = std::string(groups) + " groups/row " +
+                const std::string what = std::string(rows) + " rows/block " +
                                          std::string(dtype_name(t)) + " " + std::to_string(n_in) +
                                          "x" + std::to_string(n_out) + " T=" + std::to_string(T);
                 EXPECT_LT(reported_nmse(what, y, ref_matmul(w, q8_activations(x), T)), 1e-10)
                     << what;
             }
     }
-    ::unsetenv("TANDEM_HIP_Q8_GROUPS");
+    ::unsetenv("TANDEM_HIP_Q8_ROWS");
 }
 
 // Q4_0 / Q8_0 weights repacked at upload (the default where weights are copied;
@@ -228,8 +250,8 @@ TEST(HipSpeedPaths, RepackedWeightsEveryKernel) {
                                              std::to_string(c.n_in) + "x" +
                                              std::to_string(c.n_out) + " T=" + std::to_string(c.T);
                     // q8 activations where the q8 matvec takes the shape (T <= 8, rows of
-                    // whole block pairs), else exact.
-                    const bool q8_path = q8[0] == '1' && c.T <= 8 && c.n_in % 64 == 0;
+                    // whole groups of the activation layout), else exact.
+                    const bool q8_path = q8[0] == '1' && c.T <= 8 && c.n_in % 256 == 0;
                     const auto ref =
                         q8_path ? ref_matmul(w, q8_activations(x), c.T) : ref_matmul(w, x, c.T);
                     EXPECT_LT(reported_nmse(what, y, ref), 1e-10) << what;
@@ -261,15 +283,15 @@ TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
     expect_f32_activations(*hip, kQ8Types, 1e-10);
 }
 
-// (cols, tokens, weight type, add): registers only, partial warps (192: 48 float4s), the
-// re-read tail (14336, 5120), the residual add fused in (rows up to 4096) or not (14336).
-// (Q4_0/Q8_0 rows take the q8 path in whole block pairs: 64 | cols.)
+// (cols, tokens, weight type, add): registers only, the re-read tail (14336, 5120), the
+// residual add fused in (rows up to 4096) or not (14336). (The q8 path takes rows of a
+// multiple of 256; partial warps of the norm: RmsNormWideRowsAndHeads, AddThenRmsNormFused.)
 TEST(HipSpeedPaths, RmsNormQuantisesForTheMatmulAfterIt) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_rms_norm_quantises_for_the_matmul_after_it(*hip, {{4096, 1, DType::Q4_0, false},
                                                              {4096, 1, DType::Q4_K, true},
                                                              {2304, 2, DType::Q6_K, true},
-                                                             {192, 8, DType::Q8_0, true},
+                                                             {768, 8, DType::Q8_0, true},
                                                              {14336, 3, DType::Q4_K, true},
                                                              {5120, 5, DType::Q5_K, false}});
 }
@@ -279,8 +301,8 @@ TEST(HipSpeedPaths, RopeWritesTheKvCacheItself) {
     expect_rope_writes_the_kv_cache(*hip);
 }
 
-// q/k/v then their rope and KV stores: one launch where the type's rows per block allow
-// (Q4_0, Q8_0, Q4_K; Q6_K keeps the separate launches), both modes, f16 and f32 caches.
+// q/k/v then their rope and KV stores: one launch (rows per block of whole rotation pairs),
+// both modes, f16 and f32 caches.
 TEST(HipSpeedPaths, QkvRopesAndStoresItself) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_qkv_rope_and_kv_store(*hip);
