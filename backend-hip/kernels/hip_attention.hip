@@ -76,6 +76,14 @@ __global__ void k_rope(const float* x, const int32_t* pos, int64_t n_head, int64
     }
 }
 
+// grid (n_tok); table [n_tok, n_rot / 2].
+__global__ void k_rope_table(const int32_t* pos, int64_t n_rot, float freq_base, float freq_scale,
+                             const float* factors, float2* table) {
+    const int64_t t = blockIdx.x, half = n_rot / 2;
+    for (int64_t i = threadIdx.x; i < half; i += blockDim.x)
+        table[t * half + i] = rope_cos_sin(pos[t], i, n_rot, freq_base, freq_scale, factors);
+}
+
 // grid (n_tokens); writes row n_past + t of the cache. n_past is read from device memory so a
 // captured step graph replays at the next position.
 __global__ void k_kv_store(const float* src, int64_t width, int f16, void* cache,
@@ -330,6 +338,14 @@ void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t w
     hipLaunchKernelGGL(k_rope, dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(64), 0, s, x,
                        pos, n_head, head_dim, n_rot, neox ? 1 : 0, freq_base, freq_scale, factors,
                        out, cache, cache_f16 ? 1 : 0, n_past);
+}
+
+void launch_rope_table(const int32_t* pos, int64_t n_tok, int64_t n_rot, float freq_base,
+                       float freq_scale, const float* factors, float2* table, hipStream_t s) {
+    launch_require(pos && table && n_tok >= 1 && n_tok <= kMaxGridX && n_rot > 0 && n_rot % 2 == 0,
+                   "rope table", std::to_string(n_tok) + " tokens, n_rot " + std::to_string(n_rot));
+    hipLaunchKernelGGL(k_rope_table, dim3(static_cast<unsigned>(n_tok)), dim3(64), 0, s, pos, n_rot,
+                       freq_base, freq_scale, factors, table);
 }
 
 void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16, void* cache,

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(kQuantThreads)
     q8_store_group(live ? x[i] : 0.0f, i, live, qs, ds);
 }
 
-// The matrices of one launch (launch_matvec_q8_parts), passed by value; rope.pos non-null:
+// The matrices of one launch (launch_matvec_q8_parts), passed by value; rope.cs non-null:
 // q/k/v with their rope and KV stores.
 struct Q8Parts {
     const uint8_t* w[kQ8MaxParts];
@@ -72,7 +72,7 @@ __device__ inline float rope_value(const Q8Rope& r, int64_t row, int t, float v,
     const int64_t e = row % r.head_dim, half = r.head_dim / 2;
     const int64_t i = r.neox ? e % half : e / 2;
     const bool second = r.neox ? e >= half : (e & 1) != 0;
-    const float2 cs = rope_cos_sin(r.pos[t], i, r.head_dim, r.freq_base, r.freq_scale, r.factors);
+    const float2 cs = r.cs[t * half + i];
     return second ? rope_rotate(pv, v, cs, true) : rope_rotate(v, pv, cs, false);
 }
 
@@ -97,11 +97,11 @@ __device__ inline void locate_row(const Q8Parts& parts, int64_t g, int& p, int64
     if (r >= n_out) r = n_out - 1;
 }
 
-// The R rows of block blockIdx.x, out[t, row] for t < n_tok <= TM. Rope (parts.rope.pos set):
+// The R rows of block blockIdx.x, out[t, row] for t < n_tok <= TM. Rope (parts.rope.cs set):
 // a block's rows are whole rotation pairs of one part (rope_row; parts are whole blocks then).
-// A template flag, so the other launches' kernels carry none of its code: its double-precision
-// angles (their slow paths keep arrays on the stack) took the kernel from 40 to 56 registers,
-// 12 to 9 blocks per SM, and 1.5x the time (H200, docs/hip.md).
+// A template flag, so the other launches' kernels carry none of its code (when it computed its
+// double-precision angles itself, before launch_rope_table, that took every launch's kernel
+// from 40 to 56 registers, 12 to 9 blocks per SM, and 1.5x the time: H200, docs/hip.md).
 template <uint32_t TypeId, int TM, int R, bool Rope>
 __global__ void __launch_bounds__(kQ8Threads)
     k_matvec_q8(Q8Parts parts, int64_t row_stride, int n_in, const int8_t* __restrict__ xq,
@@ -213,7 +213,7 @@ void matvec_q8_launch_rows(const Q8Parts& parts, int64_t stride, int n_in, const
                            const float2* xds, int n_tok, hipStream_t s) {
     const int64_t rows = parts_rows(parts);
     const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(kQ8Threads);
-    if (parts.rope.pos)
+    if (parts.rope.cs)
         hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, R, true>), grid, block, 0, s, parts, stride,
                            n_in, xq, xds, n_tok);
     else
@@ -310,7 +310,7 @@ bool q8_rope_supported(DType type, int64_t head_dim) {
 bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, const void* q8,
                             int64_t n_tok, hipStream_t s, const Q8Rope* rope) {
     if (!m || n < 1 || n > kQ8MaxParts || !q8) return false;
-    if (rope && (n < 2 || !rope->pos || !rope->n_past || !rope->k_cache ||
+    if (rope && (n < 2 || !rope->cs || !rope->n_past || !rope->k_cache ||
                  (n == 3 && !rope->v_cache) || !q8_rope_supported(type, rope->head_dim) ||
                  m[0].n_out % rope->head_dim != 0 || m[1].n_out % rope->head_dim != 0))
         return false;

@@ -75,15 +75,13 @@ inline constexpr int kQ8MaxParts = 3;
 // the same launch: q's out gets the roped q; k and v go only to the caches (their outs are not
 // written).
 struct Q8Rope {
-    const int32_t* pos;     // [n_tok] positions
+    const float2* cs;       // [n_tok, head_dim / 2] (cos, sin) of the positions: launch_rope_table
     const int32_t* n_past;  // device
-    const float* factors;   // per-frequency divisors, or null
     void* k_cache;
     void* v_cache;
     bool cache_f16;
     bool neox;
     int64_t head_dim;
-    float freq_base, freq_scale;
 };
 // Whether launch_matvec_q8_parts takes `rope` for q/k/v of this type and head_dim (rows per
 // block must be whole rotation pairs of one head).
@@ -118,6 +116,11 @@ namespace tandem::hip {
 // neox pairing); dims past n_rot are copied. factors: optional [n_rot/2] frequency divisors.
 // cache (optional): the output rows also go into a KV cache of the same width at rows
 // *n_past.. as launch_kv_store writes them (the K rope and its store in one launch).
+// The (cos, sin) of every rotated pair at n_tok positions, table [n_tok, n_rot / 2], the angles
+// as launch_rope computes them (in double precision), for launches that rope many rows at the
+// same positions (launch_matvec_q8_parts: every layer's q/k of a step).
+void launch_rope_table(const int32_t* pos, int64_t n_tok, int64_t n_rot, float freq_base,
+                       float freq_scale, const float* factors, float2* table, hipStream_t s);
 void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t width,
                  int64_t head_dim, int64_t n_rot, bool neox, float freq_base, float freq_scale,
                  const float* factors, float* out, hipStream_t s, void* cache = nullptr,

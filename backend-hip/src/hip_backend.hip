@@ -192,7 +192,12 @@ class HipBackend final : public Backend {
     size_t run_matvec_group(const Graph& g, size_t at);
     // q/k/v at nodes at.. followed by their ropes and KV stores: the group's launch does those
     // too (launch_matvec_q8_parts with rope); false: not applicable.
-    bool qkv_rope_plan(const Graph& g, size_t at, DType type, Q8Rope* rope) const;
+    bool qkv_rope_plan(const Graph& g, size_t at, DType type, Q8Rope* rope);
+    // The (cos, sin) table of a step's positions for a rope configuration: computed by the
+    // step's first launch that needs it (launch_rope_table), then shared by every layer's;
+    // null when the step already has kRopeTables of them.
+    const float2* rope_table(const int32_t* pos, int64_t rows, int64_t n_rot, float freq_base,
+                             float freq_scale, const float* factors);
     // Nodes at, at + 1: an Add and the RmsNorm of its sum over whole rows as one launch (and
     // the q8 activations when a q8 matmul reads the norm next); returns 2, or 0: not applicable.
     size_t run_add_norm(const Graph& g, size_t at);
@@ -213,6 +218,18 @@ class HipBackend final : public Backend {
     DeviceBuffer moe_scratch_;   // expert FFN hidden rows [2, n_tok * k, n_ff]
     DeviceBuffer attn_scratch_;  // split decode attention: partial (max, sum) and outputs
     DeviceBuffer q8_scratch_;    // decode matvec input quantised to int8 blocks
+    // Rope (cos, sin) tables of the step being enqueued (rope_table): kRopeTables slots of
+    // [kMatvecMaxTokens, kRopeTableHalf] float2, and what each holds.
+    static constexpr int kRopeTables = 4;
+    static constexpr int64_t kRopeTableHalf = 512;  // n_rot / 2 up to
+    struct RopeTableKey {
+        const int32_t* pos;
+        const float* factors;
+        int64_t rows, n_rot;
+        float freq_base, freq_scale;
+    };
+    DeviceBuffer rope_tables_;
+    std::vector<RopeTableKey> rope_keys_;
     // The matvec input q8_scratch_ holds (while enqueueing a step): consecutive matmuls of
     // one input (q/k/v, gate/up) quantise it once; any other node forgets it.
     const float* q8_src_ = nullptr;
@@ -426,6 +443,7 @@ void HipBackend::enqueue_step(const Graph& g) {
     check(hipMemcpyAsync(io_dev_.data(), pinned, in_end_, hipMemcpyHostToDevice, stream_),
           "copying step inputs");
     q8_src_ = nullptr;
+    rope_keys_.clear();
     enqueued_.assign(g.nodes().size(), false);
     if (profile_.on()) {
         // Hold the stream (about 20 us per node, enough for the host to enqueue them all), then
@@ -659,6 +677,9 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
         drop_graphs();  // captured steps point at the old buffer
         q8_scratch_ = DeviceBuffer(q8_bytes);
     }
+    if (q8_bytes && !rope_tables_.size())  // once: captured steps point at it
+        rope_tables_ = DeviceBuffer(uint64_t(kRopeTables) * kMatvecMaxTokens * kRopeTableHalf *
+                                    sizeof(float2));
     if (collective_floats) collective_host_.reserve(collective_floats * sizeof(float));
     layout_io(g, io);
     // Host collectives synchronise mid-step, which a captured graph cannot.
@@ -854,23 +875,42 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
 // q, k, v (nodes[at..at+2]) with their ropes and KV stores after them (match_qkv_rope): the
 // matvec ropes and stores them itself when a block's rows can be whole rotation pairs of the
 // type's layout; TANDEM_HIP_QKV_ROPE=0 turns it off.
-bool HipBackend::qkv_rope_plan(const Graph& g, size_t at, DType type, Q8Rope* rope) const {
+bool HipBackend::qkv_rope_plan(const Graph& g, size_t at, DType type, Q8Rope* rope) {
     if (!qkv_rope_) return false;
     const auto m = match_qkv_rope(g, at);
     if (!m || !q8_rope_supported(type, m->head_dim)) return false;
     const Node& rq = *m->rope_q;
-    rope->pos = reinterpret_cast<const int32_t*>(data_of(g, rq.src[1]));
+    rope->cs = rope_table(
+        reinterpret_cast<const int32_t*>(data_of(g, rq.src[1])), g.tensor(rq.out).rows(),
+        m->head_dim, rq.f[0], rq.f[1],
+        rq.src[2] == kNoTensor ? nullptr : reinterpret_cast<const float*>(data_of(g, rq.src[2])));
+    if (!rope->cs) return false;
     rope->n_past = n_past_dev();
-    rope->factors =
-        rq.src[2] == kNoTensor ? nullptr : reinterpret_cast<const float*>(data_of(g, rq.src[2]));
     rope->k_cache = data_of(g, m->store_k->src[1]);
     rope->v_cache = data_of(g, m->store_v->src[1]);
     rope->cache_f16 = m->cache_f16;
     rope->neox = m->neox;
     rope->head_dim = m->head_dim;
-    rope->freq_base = rq.f[0];
-    rope->freq_scale = rq.f[1];
     return true;
+}
+
+const float2* HipBackend::rope_table(const int32_t* pos, int64_t rows, int64_t n_rot,
+                                     float freq_base, float freq_scale, const float* factors) {
+    if (rows < 1 || rows > kMatvecMaxTokens || n_rot / 2 > kRopeTableHalf) return nullptr;
+    constexpr uint64_t slot = uint64_t(kMatvecMaxTokens) * kRopeTableHalf * sizeof(float2);
+    auto* tables = reinterpret_cast<float2*>(rope_tables_.data());
+    for (size_t i = 0; i < rope_keys_.size(); ++i) {
+        const RopeTableKey& k = rope_keys_[i];
+        if (k.pos == pos && k.factors == factors && k.rows == rows && k.n_rot == n_rot &&
+            k.freq_base == freq_base && k.freq_scale == freq_scale)
+            return tables + i * (slot / sizeof(float2));
+    }
+    if (rope_keys_.size() >= size_t(kRopeTables) || rope_tables_.size() < kRopeTables * slot)
+        return nullptr;
+    float2* t = tables + rope_keys_.size() * (slot / sizeof(float2));
+    launch_rope_table(pos, rows, n_rot, freq_base, freq_scale, factors, t, stream_);
+    rope_keys_.push_back({pos, factors, rows, n_rot, freq_base, freq_scale});
+    return t;
 }
 
 // The profile table's row for a node: the op, and for matmuls the weight type and path.

@@ -311,7 +311,7 @@ TEST(HipSpeedPaths, QkvRopesAndStoresItself) {
 // The split decode attention's combine leaves the q8 activations of the output projection.
 TEST(HipSpeedPaths, AttentionQuantisesForTheMatmulAfterIt) {
     TANDEM_HIP_OR_SKIP(hip);
-    expect_attention_quantises_for_the_matmul_after_it(*hip);
+    expect_attention_quantises_for_the_matmul_after_it(*hip, hip::kQ8LayoutGroup);
 }
 
 TEST(HipSpeedPaths, AddThenRmsNormFused) {
@@ -321,7 +321,7 @@ TEST(HipSpeedPaths, AddThenRmsNormFused) {
 
 TEST(HipSpeedPaths, GatedActQuantisesForTheMatmulAfterIt) {
     TANDEM_HIP_OR_SKIP(hip);
-    expect_gated_act_quantises_for_the_matmul_after_it(*hip);
+    expect_gated_act_quantises_for_the_matmul_after_it(*hip, hip::kQ8LayoutGroup);
 }
 
 TEST(HipSpeedPaths, RmsNormWideRowsAndHeads) {
