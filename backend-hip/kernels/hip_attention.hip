@@ -17,8 +17,9 @@
 namespace tandem::hip {
 namespace {
 
-constexpr int kTile = 128;            // keys per tile = threads per attention block
-constexpr int kMaxDimsPerThread = 4;  // head_dim <= 512
+constexpr int kTile = 128;              // keys per tile = threads per attention block
+constexpr int kMaxSplitsCombined = 64;  // k_attention_combine's shared weights
+constexpr int kMaxDimsPerThread = 4;    // head_dim <= 512
 
 template <int Block, bool Max>
 __device__ float block_reduce(float v, float* sh) {
@@ -251,12 +252,46 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
     }
 }
 
-// grid (n_tokens * n_head); block kTile: attention_combine_row (hip_attention_split.h) of row
-// blockIdx.x. (k_attention's splits; k_attention_split merges its own in its last block.)
+// grid (n_tokens * n_head); block kTile. Merges the n_split partial softmaxes of a (token, head):
+// out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M), M = max_s m_s; empty runs (m_s = -inf)
+// weigh nothing. The run holding the token's own position is never empty, so M is finite.
+// The weights e^(m_s - M) are computed once per split (shared), then every thread sums its dims
+// over the splits with its loads independent. q8 (or null; head_dim % 32 == 0, rows of a
+// multiple of 256 values: hip_q8_layout.h): the output is
+// also left as q8 activations of the [n_tokens, n_head * head_dim] rows for the next matmul.
 __global__ void k_attention_combine(int64_t hd, int n_split, const float* part_ml,
                                     const float* part_acc, float* out, int8_t* q8s, float2* q8d) {
-    attention_combine_row<kTile>(int64_t(blockIdx.x), hd, n_split, part_ml, part_acc, out, q8s,
-                                 q8d);
+    __shared__ float wt[kMaxSplitsCombined];
+    __shared__ float inv_l;
+    const int64_t r = blockIdx.x;
+    const float* ml = part_ml + 2 * r * n_split;
+    if (threadIdx.x < 32) {  // one warp (or half a wave64) finds M and L
+        float M = -INFINITY;
+        for (int s = int(threadIdx.x); s < n_split; s += 32) M = fmaxf(M, ml[2 * s]);
+        M = group_max(M);
+        float L = 0.0f;
+        for (int s = int(threadIdx.x); s < n_split; s += 32) {
+            const float e = ml[2 * s] != -INFINITY ? expf(ml[2 * s] - M) : 0.0f;
+            wt[s] = e;
+            L += ml[2 * s + 1] * e;
+        }
+        L = group_sum(L);
+        if (threadIdx.x == 0) inv_l = 1.0f / L;
+    }
+    __syncthreads();
+    const int64_t n = (hd + kTile - 1) / kTile * kTile;  // every lane of a group reaches q8
+    for (int64_t i = threadIdx.x; i < n; i += kTile) {
+        float v = 0.0f;
+        if (i < hd) {
+            const float* a = part_acc + r * n_split * hd + i;
+#pragma unroll 8
+            for (int s = 0; s < n_split; ++s)
+                if (wt[s] != 0.0f) v += a[int64_t(s) * hd] * wt[s];
+            v *= inv_l;
+            out[r * hd + i] = v;
+        }
+        if (q8s) q8_store_group(v, r * hd + i, i < hd, q8s, q8d);
+    }
 }
 
 }  // namespace
@@ -276,15 +311,9 @@ int split_heads_per_block(int64_t head_dim) {
     return head_dim > 128 ? 2 : 4;
 }
 
-// The split attention's scratch starts with kTicketSlots tickets (k_attention_split), zero
-// while no launch runs: the same slots whatever the shape, so a step of another token count
-// finds them zero too (the partials after them move with the shape).
-constexpr int64_t kTicketSlots = kDecodeMaxTokens * 512;
-
 uint64_t attention_scratch_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim) {
     return n_tokens <= kDecodeMaxTokens
-               ? kTicketSlots +
-                     uint64_t(n_tokens * n_head) * kMaxDecodeSplits * uint64_t(head_dim + 2)
+               ? uint64_t(n_tokens * n_head) * kMaxDecodeSplits * uint64_t(head_dim + 2)
                : 0;
 }
 
@@ -353,12 +382,11 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
     // Split decode steps when the caller gave room for the partial results.
     const uint64_t need = attention_scratch_floats(n_tokens, n_head, head_dim);
     const bool split = need && scratch && scratch_floats >= need;
-    const int64_t hb = split_heads_per_block(head_dim);
-    const int64_t head_blocks = n_kv_head * ((n_head / n_kv_head + hb - 1) / hb);
     // k_attention_split: head_dim 64 / 128 / 256, 16-byte aligned K and V rows.
     const bool cluster = split && kvec && vvec && reinterpret_cast<uintptr_t>(v_cache) % 16 == 0 &&
-                         (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
-                         n_tokens * head_blocks <= kTicketSlots;
+                         (head_dim == 64 || head_dim == 128 || head_dim == 256);
+    const int64_t hb = split_heads_per_block(head_dim);
+    const int64_t head_blocks = n_kv_head * ((n_head / n_kv_head + hb - 1) / hb);
     int n_split = split ? attention_splits(n_tokens) : 1;
     if (cluster) {
         const int64_t per = kSplitBlocks / (n_tokens * head_blocks);
@@ -366,20 +394,14 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                       : per > kMaxDecodeSplits ? kMaxDecodeSplits
                                                : per);
     }
-    auto* tickets = reinterpret_cast<unsigned*>(scratch);
-    float* part_ml = split ? scratch + kTicketSlots : scratch;  // [n_tokens * n_head * n_split][2]
-    float* part_acc = n_split > 1 ? part_ml + 2 * n_tokens * n_head * n_split : nullptr;
-    const bool q8_out =
-        q8 && n_split > 1 && head_dim % kQ8Block == 0 && (n_head * head_dim) % kQ8LayoutGroup == 0;
-    auto* q8s = q8_out ? static_cast<int8_t*>(q8) : nullptr;
-    auto* q8d = q8_out ? reinterpret_cast<float2*>(q8s + n_tokens * n_head * head_dim) : nullptr;
+    float* part_ml = scratch;  // [n_tokens * n_head * n_split][2]
+    float* part_acc = n_split > 1 ? scratch + 2 * n_tokens * n_head * n_split : nullptr;
     if (cluster) {
         const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks),
                         static_cast<unsigned>(n_tokens));
         auto go = [&](auto kernel) {
             hipLaunchKernelGGL(kernel, grid, dim3(kSplitThreads), 0, s, q, n_head, n_kv_head,
-                               window, scale, softcap, k_cache, v_cache, n_past, part_ml, part_acc,
-                               tickets, out, q8s, q8d);
+                               window, scale, softcap, k_cache, v_cache, n_past, part_ml, part_acc);
         };
         if (head_dim == 64)
             f16 ? go(k_attention_split<8, 4, true>) : go(k_attention_split<8, 4, false>);
@@ -387,15 +409,21 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
             f16 ? go(k_attention_split<16, 4, true>) : go(k_attention_split<16, 4, false>);
         else
             f16 ? go(k_attention_split<32, 2, true>) : go(k_attention_split<32, 2, false>);
-        return q8_out;  // merged by each (token, head block)'s last split
+    } else {
+        const dim3 grid(static_cast<unsigned>(n_tokens * n_head), static_cast<unsigned>(n_split));
+        hipLaunchKernelGGL(k_attention, grid, dim3(kTile), 0, s, q, n_head, n_kv_head, head_dim,
+                           window, scale, softcap, k_cache, v_cache, f16 ? 1 : 0, kvec ? 1 : 0,
+                           vvec ? 1 : 0, n_past, n_split, part_ml, part_acc, out);
     }
-    const dim3 grid(static_cast<unsigned>(n_tokens * n_head), static_cast<unsigned>(n_split));
-    hipLaunchKernelGGL(k_attention, grid, dim3(kTile), 0, s, q, n_head, n_kv_head, head_dim, window,
-                       scale, softcap, k_cache, v_cache, f16 ? 1 : 0, kvec ? 1 : 0, vvec ? 1 : 0,
-                       n_past, n_split, part_ml, part_acc, out);
-    if (n_split > 1)
+    const bool q8_out =
+        q8 && n_split > 1 && head_dim % kQ8Block == 0 && (n_head * head_dim) % kQ8LayoutGroup == 0;
+    if (n_split > 1) {
+        auto* q8s = q8_out ? static_cast<int8_t*>(q8) : nullptr;
+        auto* q8d =
+            q8_out ? reinterpret_cast<float2*>(q8s + n_tokens * n_head * head_dim) : nullptr;
         hipLaunchKernelGGL(k_attention_combine, dim3(static_cast<unsigned>(n_tokens * n_head)),
                            dim3(kTile), 0, s, head_dim, n_split, part_ml, part_acc, out, q8s, q8d);
+    }
     return q8_out;
 }
 

@@ -7,19 +7,15 @@
 // across the cluster with three xor shuffles and every lane keeps the online softmax (m, l,
 // acc) of its dims in registers: no barrier in the position loop. The 16 clusters merge once
 // at the end through shared memory. Writes per (token, head, split) the unnormalised partial
-// (acc[head_dim], m, l); empty shares write m = -inf. The last split block of a (token, head
-// block) to finish merges them (a ticket counter per (token, head block)): no second launch,
-// whose fixed cost was ~40 % of the decode attention at short contexts (H200, docs/hip.md).
+// (acc[head_dim], m, l) k_attention_combine merges; empty shares write m = -inf.
 #include <cstdint>
 
 #include "hip_blocks.h"
-#include "hip_decode.h"
 
 namespace tandem::hip {
 
 inline constexpr int kSplitThreads = 128, kSplitCluster = 8;
-inline constexpr int kMaxSplitsCombined = 64;  // attention_combine_row's shared weights
-inline constexpr int kSplitMinShare = 16;      // positions per split at least
+inline constexpr int kSplitMinShare = 16;  // positions per split at least
 
 // Sum over the calling lane's cluster. Only the cluster is sure to be converged (the clusters of
 // a warp leave the position loop at different trips), so the CUDA mask names just its lanes.
@@ -63,60 +59,12 @@ __device__ inline void load_dims(const void* c, int64_t e0, float* r) {
     }
 }
 
-// Merges the n_split partial softmaxes of row r (token t, head h: t * n_head + h), by the whole
-// block of Threads (a multiple of 32): out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M),
-// M = max_s m_s; empty runs (m_s = -inf) weigh nothing. The run holding the token's own
-// position is never empty, so M is finite. The weights e^(m_s - M) are computed once per split
-// (shared), then every thread sums its dims over the splits with its loads independent. q8 (or
-// null; hd % 32 == 0, rows of a multiple of 256 values: hip_q8_layout.h): the output is also
-// left as q8 activations of the [n_tokens, n_head * hd] rows for the next matmul. The partials
-// are read volatile: other blocks wrote them during this launch.
-template <int Threads>
-__device__ inline void attention_combine_row(int64_t r, int64_t hd, int n_split,
-                                             const float* part_ml, const float* part_acc,
-                                             float* out, int8_t* q8s, float2* q8d) {
-    __shared__ float wt[kMaxSplitsCombined];
-    __shared__ float inv_l;
-    const volatile float* ml = part_ml + 2 * r * n_split;
-    if (threadIdx.x < 32) {  // one warp (or half a wave64) finds M and L
-        float M = -INFINITY;
-        for (int s = int(threadIdx.x); s < n_split; s += 32) M = fmaxf(M, ml[2 * s]);
-        M = group_max(M);
-        float L = 0.0f;
-        for (int s = int(threadIdx.x); s < n_split; s += 32) {
-            const float m = ml[2 * s];
-            const float e = m != -INFINITY ? expf(m - M) : 0.0f;
-            wt[s] = e;
-            L += ml[2 * s + 1] * e;
-        }
-        L = group_sum(L);
-        if (threadIdx.x == 0) inv_l = 1.0f / L;
-    }
-    __syncthreads();
-    const int64_t n = (hd + Threads - 1) / Threads * Threads;  // every lane of a group reaches q8
-    for (int64_t i = threadIdx.x; i < n; i += Threads) {
-        float v = 0.0f;
-        if (i < hd) {
-            const volatile float* a = part_acc + r * n_split * hd + i;
-#pragma unroll 8
-            for (int s = 0; s < n_split; ++s)
-                if (wt[s] != 0.0f) v += a[int64_t(s) * hd] * wt[s];
-            v *= inv_l;
-            out[r * hd + i] = v;
-        }
-        if (q8s) q8_store_group(v, r * hd + i, i < hd, q8s, q8d);
-    }
-    __syncthreads();  // wt and inv_l are rewritten for the next row
-}
-
-// grid (n_split, n_kv_head * ceil(group / HB), n_tokens); head_dim = 8 * DPL. tickets
-// [n_tokens, gridDim.y], zero between launches (the merging block puts its back to zero).
+// grid (n_split, n_kv_head * ceil(group / HB), n_tokens); head_dim = 8 * DPL.
 template <int DPL, int HB, bool F16>
 __global__ void __launch_bounds__(kSplitThreads)
     k_attention_split(const float* q, int64_t n_head, int64_t n_kv_head, int64_t window,
                       float scale, float softcap, const void* kc, const void* vc,
-                      const int32_t* n_past, float* part_ml, float* part_acc, unsigned* tickets,
-                      float* out, int8_t* q8s, float2* q8d) {
+                      const int32_t* n_past, float* part_ml, float* part_acc) {
     constexpr int hd = 8 * DPL, NCL = kSplitThreads / kSplitCluster;
     __shared__ float cm[NCL * HB], cl_sum[NCL * HB];
     __shared__ float cacc[NCL * hd];  // one head's accumulators, per cluster
@@ -201,18 +149,6 @@ __global__ void __launch_bounds__(kSplitThreads)
         }
         __syncthreads();  // cacc is rewritten for the next head
     }
-    // The last of the n_split blocks of this (token, head block) merges its heads.
-    __shared__ bool last;
-    __threadfence();  // this block's partials are visible before its ticket is
-    const int64_t ticket = t * gridDim.y + blockIdx.y;
-    if (tid == 0) last = atomicAdd(&tickets[ticket], 1u) == unsigned(n_split - 1);
-    __syncthreads();
-    if (!last) return;
-    __threadfence();  // the other blocks' partials, read after their tickets
-    for (int g = 0; g < nh; ++g)
-        attention_combine_row<kSplitThreads>(t * n_head + h0 + g, hd, n_split, part_ml, part_acc,
-                                             out, q8s, q8d);
-    if (tid == 0) tickets[ticket] = 0;  // ready for the next launch (graphs replay this one)
 }
 
 }  // namespace tandem::hip

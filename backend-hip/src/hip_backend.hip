@@ -671,12 +671,8 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     check_step_inputs(g, io);  // token ids and the KV cache's room, before anything is enqueued
     if (moe_floats * sizeof(float) > moe_scratch_.size())
         moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
-    if (attn_floats * sizeof(float) > attn_scratch_.size()) {
+    if (attn_floats * sizeof(float) > attn_scratch_.size())
         attn_scratch_ = DeviceBuffer(attn_floats * sizeof(float));
-        // Its split-attention tickets start at zero (launch_attention keeps them so).
-        check(hipMemsetAsync(attn_scratch_.data(), 0, attn_scratch_.size(), stream_),
-              "clearing the attention scratch");
-    }
     if (q8_bytes > q8_scratch_.size()) {
         drop_graphs();  // captured steps point at the old buffer
         q8_scratch_ = DeviceBuffer(q8_bytes);
