@@ -167,21 +167,42 @@ __global__ void __launch_bounds__(128) k_v0(Args a) {
     }
 }
 
+// The R rows of a CTA (past the end: the last row, never written).
+template <int R>
+__device__ inline void row_pointers(const Args& a, int row0, const uint8_t* (&wr)[R]) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+        wr[r] = a.w + int64_t(row0 + r < a.n_out ? row0 + r : a.n_out - 1) * a.row_bytes;
+}
+
+// Sums each row's per-thread partials over the CTA's T threads and writes the rows.
+template <int R, int T>
+__device__ inline void write_rows(const Args& a, int row0, const float (&acc)[R]) {
+    __shared__ float part[T / 32][R];
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const float v = warp_sum(acc[r]);
+        if (lane == 0) part[wp][r] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x < R && row0 + threadIdx.x < a.n_out) {
+        float v = 0;
+#pragma unroll
+        for (int i = 0; i < T / 32; ++i) v += part[i][threadIdx.x];
+        a.y[row0 + threadIdx.x] = v;
+    }
+}
+
 // v3: a CTA of T threads takes R rows; its threads split a row's blocks (b = tid, tid + T, ...)
 // and each activation block, loaded once, meets the R rows' weights. Sum + Split always.
 template <int Quant, int R, int T, int U>
 __global__ void __launch_bounds__(T) k_v3(Args a) {
-    __shared__ float part[T / 32][R];
-    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32;
     const int row0 = blockIdx.x * R;
     const uint8_t* wr[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-        wr[r] = a.w + int64_t(row0 + r < a.n_out ? row0 + r : a.n_out - 1) * a.row_bytes;
+    row_pointers<R>(a, row0, wr);
     const int nb = a.n_in / 32;
-    float acc[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) acc[r] = 0;
+    float acc[R] = {};
 #pragma unroll U
     for (int b = threadIdx.x; b < nb; b += T) {
         const int4 x0 = a.xlo[b], x1 = a.xhi[b];
@@ -198,35 +219,18 @@ __global__ void __launch_bounds__(T) k_v3(Args a) {
                 acc[r] += d * ds.x * float(s);
         }
     }
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-        const float v = warp_sum(acc[r]);
-        if (lane == 0) part[wp][r] = v;
-    }
-    __syncthreads();
-    if (threadIdx.x < R && row0 + threadIdx.x < a.n_out) {
-        float v = 0;
-#pragma unroll
-        for (int i = 0; i < T / 32; ++i) v += part[i][threadIdx.x];
-        a.y[row0 + threadIdx.x] = v;
-    }
+    write_rows<R, T>(a, row0, acc);
 }
 
 // v4: v3 with block-pair items (a thread takes blocks 2p, 2p + 1: 32 contiguous quant bytes of
 // Q4_0 per row and trip).
 template <int Quant, int R, int T>
 __global__ void __launch_bounds__(T) k_v4(Args a) {
-    __shared__ float part[T / 32][R];
-    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32;
     const int row0 = blockIdx.x * R;
     const uint8_t* wr[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-        wr[r] = a.w + int64_t(row0 + r < a.n_out ? row0 + r : a.n_out - 1) * a.row_bytes;
+    row_pointers<R>(a, row0, wr);
     const int nb = a.n_in / 32;
-    float acc[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) acc[r] = 0;
+    float acc[R] = {};
     // thread takes block pairs: blocks 2p, 2p+1 (consecutive 32 B of Q4_0 quants)
     for (int p = threadIdx.x; p < nb / 2; p += T) {
         const int b = 2 * p;
@@ -246,18 +250,7 @@ __global__ void __launch_bounds__(T) k_v4(Args a) {
                 acc[r] += d0 * ds.x * float(s0) + d1 * ds.z * float(s1);
         }
     }
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-        const float v = warp_sum(acc[r]);
-        if (lane == 0) part[wp][r] = v;
-    }
-    __syncthreads();
-    if (threadIdx.x < R && row0 + threadIdx.x < a.n_out) {
-        float v = 0;
-#pragma unroll
-        for (int i = 0; i < T / 32; ++i) v += part[i][threadIdx.x];
-        a.y[row0 + threadIdx.x] = v;
-    }
+    write_rows<R, T>(a, row0, acc);
 }
 
 // Plain read bandwidth: sum of uint4 words.
