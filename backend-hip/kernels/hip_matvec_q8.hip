@@ -6,10 +6,9 @@
 // - k_matvec_q8: a block of 128 threads takes R (1, 2 or 4) consecutive output rows; a row is
 //   a sequence of "items" (a Q4_0/Q8_0 block or block pair, a slice of a K-quant super-block,
 //   hip_q8_dot.h) and the block's threads take items i, i + 128, ... of every one of its rows:
-//   an item's activations are loaded once per token and meet the R rows' weights, which halves
-//   the activation loads per weight byte at R = 2 (the activations, not the weights, bound the
-//   L1 traffic: 2 bytes of int8 activations per byte of Q4_0). Consecutive threads read
-//   consecutive bytes, so a warp's loads fill whole cache lines.
+//   an item's activations are loaded once per token and meet the R rows' weights, which divides
+//   the activation loads per weight byte (2 bytes of int8 activations per byte of Q4_0) by R.
+//   Consecutive threads read consecutive bytes, so a warp's loads fill whole cache lines.
 // The int8 weights (nibbles are widened in registers, the Q6_K offset folded in by byte
 // arithmetic) and activations meet in dot4(): __dp4a on CUDA, v_dot4_i32_i8 on AMD targets that
 // have it, a plain sum elsewhere.
@@ -27,7 +26,7 @@
 namespace tandem::hip {
 namespace {
 
-constexpr int kQ8Threads = 128;  // matvec block: one output row
+constexpr int kQ8Threads = 128;  // matvec block: R output rows (q8_rows_per_block)
 constexpr int kQuantThreads = 256;
 
 // grid: ceil(n_tok * n_in / 32 / 8) blocks of 256 threads, a 32-lane group per activation
@@ -97,11 +96,21 @@ __device__ inline void locate_row(const Q8Parts& parts, int64_t g, int& p, int64
     if (r >= n_out) r = n_out - 1;
 }
 
+// Slot r (0..R-1) of the block whose first row of the launch is `first` (blk: its index in its
+// part) as part p and row in it: the rows in order, or with rope (q, k) rope_row's pair order.
+template <bool Rope, int R>
+__device__ inline void slot_row(const Q8Parts& parts, int64_t first, int64_t blk, int r, int& p,
+                                int64_t& row) {
+    locate_row(parts, first + r, p, row);
+    if (Rope && p < 2) row = rope_row(parts.rope, blk, r, R);
+}
+
 // The R rows of block blockIdx.x, out[t, row] for t < n_tok <= TM. Rope (parts.rope.cs set):
 // a block's rows are whole rotation pairs of one part (rope_row; parts are whole blocks then).
 // A template flag, so the other launches' kernels carry none of its code (when it computed its
 // double-precision angles itself, before launch_rope_table, that took every launch's kernel
-// from 40 to 56 registers, 12 to 9 blocks per SM, and 1.5x the time: H200, docs/hip.md).
+// from 40 to 56 registers, 12 to 9 blocks per SM: 8B gate + up 25.1 -> 20.1 us at 2 rows per
+// block on an H200, docs/hip.md).
 template <uint32_t TypeId, int TM, int R, bool Rope>
 __global__ void __launch_bounds__(kQ8Threads)
     k_matvec_q8(Q8Parts parts, int64_t row_stride, int n_in, const int8_t* __restrict__ xq,
@@ -122,8 +131,7 @@ __global__ void __launch_bounds__(kQ8Threads)
     for (int r = 0; r < R; ++r) {
         int p;
         int64_t row;
-        locate_row(parts, first + r, p, row);
-        if (rope && p0 < 2) p = p0, row = rope_row(parts.rope, blk, r, R);
+        slot_row<rope, R>(parts, first, blk, r, p, row);
         wr[r] = (p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2]) + row * row_stride;
     }
     // Tokens past n_tok read token 0 (loads without a condition) and are not written.
@@ -167,8 +175,7 @@ __global__ void __launch_bounds__(kQ8Threads)
     if (q >= R * TM || t >= n_tok || first + r >= parts_rows(parts)) return;
     int p;
     int64_t row;
-    locate_row(parts, first + r, p, row);
-    if (rope && p < 2) row = rope_row(parts.rope, blk, r, R);
+    slot_row<rope, R>(parts, first, blk, r, p, row);
     const float* bias = p == 0 ? parts.bias[0] : p == 1 ? parts.bias[1] : parts.bias[2];
     float* out = p == 0 ? parts.out[0] : p == 1 ? parts.out[1] : parts.out[2];
     const int64_t n_out = p == 0 ? parts.n_out[0] : p == 1 ? parts.n_out[1] : parts.n_out[2];
@@ -195,9 +202,9 @@ __global__ void __launch_bounds__(kQ8Threads)
                        v);
 }
 
-// Output rows per block of 128 threads: 4, 2 for Q8_0 (whose weights are already half the
-// bytes an item moves). H200, one 8B/70B-shaped matvec at a time (.gpu-style lab, docs/hip.md):
-// Q4_0 gate+up 26.9 / 20.1 / 17.2 us for 1 / 2 / 4 rows, Q8_0 32.5 / 29.3 / 30.4.
+// Output rows per block of 128 threads: 4, 2 for Q8_0. H200, one 8B-shaped matvec at a time
+// (packaging/gpu/matvec_lab.cu, docs/hip.md): Q4_0 gate+up 26.9 / 20.1 / 17.2 us for 1 / 2 / 4
+// rows, Q8_0 32.5 / 29.3 / 30.4.
 // TANDEM_HIP_Q8_ROWS = 1, 2 or 4 overrides, for tuning; read at every launch (a getenv per
 // matmul when enqueued; replayed graphs keep theirs), so one process can compare the settings.
 int q8_rows_per_block(DType type) {

@@ -116,15 +116,15 @@ namespace tandem::hip {
 // neox pairing); dims past n_rot are copied. factors: optional [n_rot/2] frequency divisors.
 // cache (optional): the output rows also go into a KV cache of the same width at rows
 // *n_past.. as launch_kv_store writes them (the K rope and its store in one launch).
+void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t width,
+                 int64_t head_dim, int64_t n_rot, bool neox, float freq_base, float freq_scale,
+                 const float* factors, float* out, hipStream_t s, void* cache = nullptr,
+                 bool cache_f16 = false, const int32_t* n_past = nullptr);
 // The (cos, sin) of every rotated pair at n_tok positions, table [n_tok, n_rot / 2], the angles
 // as launch_rope computes them (in double precision), for launches that rope many rows at the
 // same positions (launch_matvec_q8_parts: every layer's q/k of a step).
 void launch_rope_table(const int32_t* pos, int64_t n_tok, int64_t n_rot, float freq_base,
                        float freq_scale, const float* factors, float2* table, hipStream_t s);
-void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t width,
-                 int64_t head_dim, int64_t n_rot, bool neox, float freq_base, float freq_scale,
-                 const float* factors, float* out, hipStream_t s, void* cache = nullptr,
-                 bool cache_f16 = false, const int32_t* n_past = nullptr);
 // Writes src [n_tokens, width] into cache rows *n_past.. (f16 rounded to nearest even, or f32).
 // n_past points at device memory (the step's io buffer): a replayed graph reads the new value;
 // the host checks the range before enqueueing.

@@ -221,7 +221,8 @@ class HipBackend final : public Backend {
     // Rope (cos, sin) tables of the step being enqueued (rope_table): kRopeTables slots of
     // [kMatvecMaxTokens, kRopeTableHalf] float2, and what each holds.
     static constexpr int kRopeTables = 4;
-    static constexpr int64_t kRopeTableHalf = 512;  // n_rot / 2 up to
+    static constexpr int64_t kRopeTableHalf = 512;                                // n_rot / 2 up to
+    static constexpr int64_t kRopeTableSlot = kMatvecMaxTokens * kRopeTableHalf;  // float2s
     struct RopeTableKey {
         const int32_t* pos;
         const float* factors;
@@ -678,8 +679,7 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
         q8_scratch_ = DeviceBuffer(q8_bytes);
     }
     if (q8_bytes && !rope_tables_.size())  // once: captured steps point at it
-        rope_tables_ = DeviceBuffer(uint64_t(kRopeTables) * kMatvecMaxTokens * kRopeTableHalf *
-                                    sizeof(float2));
+        rope_tables_ = DeviceBuffer(uint64_t(kRopeTables * kRopeTableSlot) * sizeof(float2));
     if (collective_floats) collective_host_.reserve(collective_floats * sizeof(float));
     layout_io(g, io);
     // Host collectives synchronise mid-step, which a captured graph cannot.
@@ -896,18 +896,17 @@ bool HipBackend::qkv_rope_plan(const Graph& g, size_t at, DType type, Q8Rope* ro
 
 const float2* HipBackend::rope_table(const int32_t* pos, int64_t rows, int64_t n_rot,
                                      float freq_base, float freq_scale, const float* factors) {
-    if (rows < 1 || rows > kMatvecMaxTokens || n_rot / 2 > kRopeTableHalf) return nullptr;
-    constexpr uint64_t slot = uint64_t(kMatvecMaxTokens) * kRopeTableHalf * sizeof(float2);
+    if (rows < 1 || rows > kMatvecMaxTokens || n_rot / 2 > kRopeTableHalf || !rope_tables_.size())
+        return nullptr;
     auto* tables = reinterpret_cast<float2*>(rope_tables_.data());
     for (size_t i = 0; i < rope_keys_.size(); ++i) {
         const RopeTableKey& k = rope_keys_[i];
         if (k.pos == pos && k.factors == factors && k.rows == rows && k.n_rot == n_rot &&
             k.freq_base == freq_base && k.freq_scale == freq_scale)
-            return tables + i * (slot / sizeof(float2));
+            return tables + int64_t(i) * kRopeTableSlot;
     }
-    if (rope_keys_.size() >= size_t(kRopeTables) || rope_tables_.size() < kRopeTables * slot)
-        return nullptr;
-    float2* t = tables + rope_keys_.size() * (slot / sizeof(float2));
+    if (rope_keys_.size() >= size_t(kRopeTables)) return nullptr;
+    float2* t = tables + int64_t(rope_keys_.size()) * kRopeTableSlot;
     launch_rope_table(pos, rows, n_rot, freq_base, freq_scale, factors, t, stream_);
     rope_keys_.push_back({pos, factors, rows, n_rot, freq_base, freq_scale});
     return t;
