@@ -29,6 +29,7 @@ layout(constant_id = 3) const uint TOK = 1;
 layout(constant_id = 4) const uint SUBGROUP_ADD = 0;  // 1: TPR is a multiple of the subgroup size
 layout(constant_id = 5) const uint PARTS = 1;
 layout(constant_id = 6) const uint ROPE = 0;
+layout(constant_id = 7) const uint SHARE = 0;  // 1: main_share's split (needs SUBGROUP_ADD)
 layout(push_constant) uniform P {  // 128 bytes, the whole guaranteed push-constant range
     Uints w; Uints xq; Vec2s xd; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes;
@@ -47,21 +48,13 @@ spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [
                   id = 4450)
 int sdot_packed(int a, int b, spirv_literal int packed_4x8);
 int dot4(uint a, uint b) { return sdot_packed(int(a), int(b), 0); }
-// Bytes 0..15 (0..63) -> bytes minus 8 (32): the add keeps every byte below 0x100, the xor flips
-// the sign bit, i.e. subtracts 0x80.
-uint minus8(uint v) { return (v + 0x78787878u) ^ 0x80808080u; }
+// Bytes 0..63 -> bytes minus 32 (Q6_K's offset): the add keeps every byte below 0x100, the
+// xor flips the sign bit, i.e. subtracts 0x80.
 uint minus32(uint v) { return (v + 0x60606060u) ^ 0x80808080u; }
 
 const uint TPR = WG / ROWS;
 const uint M4 = 0x0F0F0F0Fu;
 
-// A Q4_0 block's 16 quant bytes as int8 weights minus 8: lo = weights 0..15 (low nibbles),
-// hi = weights 16..31 (high nibbles).
-void q4_0_bytes(uvec4 q, out uvec4 lo, out uvec4 hi) {
-    lo = uvec4(minus8(q.x & M4), minus8(q.y & M4), minus8(q.z & M4), minus8(q.w & M4));
-    hi = uvec4(minus8((q.x >> 4) & M4), minus8((q.y >> 4) & M4), minus8((q.z >> 4) & M4),
-               minus8((q.w >> 4) & M4));
-}
 shared float red[TOK * WG];
 shared float fin[TOK * ROWS];  // ROPE: the workgroup's results, then rotated
 
@@ -127,57 +120,65 @@ uint items_per_row() {
     return TYPE == T_Q6_K ? p.n_in / 16u : TYPE == T_Q6_KR ? p.n_in / 64u : p.n_in / 32u;
 }
 
-// Adds item `it` of the row at byte ro to acc[k] for the TOK tokens (tokens past n_tok read
-// token 0 and are not written).
-void item(Uints w, uint ro, uint it, inout float acc[TOK]) {
-    const uint nb = p.n_in / 32u;  // activation blocks per token
-    Uvec4s w4 = Uvec4s(w), x4 = Uvec4s(p.xq);
+// One item's weights as int8 words and float scales, and one token's activations for it
+// (int8 words, scales and sums): which fields a type fills is in weights() / acts().
+struct WQ {
+    uvec4 a, b, c, d;
+    vec4 s;
+};
+struct AQ {
+    uvec4 a, b, c, d;
+    vec4 e;
+};
+
+uint dot16(uvec4 w, uvec4 x) {
+    return uint(dot4(w.x, x.x) + dot4(w.y, x.y) + dot4(w.z, x.z) + dot4(w.w, x.w));
+}
+
+// Item `it` of the row at byte ro: its weights, decoded.
+WQ weights(Uints w, uint ro, uint it) {
+    Uvec4s w4 = Uvec4s(w);
+    WQ q;
     if (TYPE == T_Q4_0R || TYPE == T_Q8_0R || TYPE == T_Q4_0 || TYPE == T_Q8_0) {
-        float d;
+        // a: weights 0..15, b: 16..31 (Q4_0: the nibbles, their -8 left to dotq); s.x: d.
         uvec4 q0, q1;
         if (TYPE == T_Q4_0 || TYPE == T_Q8_0) {
             // File layout (weights used in place): 18 / 34-byte blocks, 2-byte aligned.
             const uint b = ro + it * (TYPE == T_Q4_0 ? 18u : 34u);
-            d = lo_f16(rd_w(w, b));
-            if (TYPE == T_Q4_0) {
-                const uvec4 q = uvec4(rd_w(w, b + 2u), rd_w(w, b + 6u), rd_w(w, b + 10u),
-                                      rd_w(w, b + 14u));
-                q4_0_bytes(q, q0, q1);
-            } else {
-                q0 = uvec4(rd_w(w, b + 2u), rd_w(w, b + 6u), rd_w(w, b + 10u), rd_w(w, b + 14u));
+            q.s.x = lo_f16(rd_w(w, b));
+            q0 = uvec4(rd_w(w, b + 2u), rd_w(w, b + 6u), rd_w(w, b + 10u), rd_w(w, b + 14u));
+            if (TYPE == T_Q8_0)
                 q1 = uvec4(rd_w(w, b + 18u), rd_w(w, b + 22u), rd_w(w, b + 26u), rd_w(w, b + 30u));
-            }
         } else {
             const uint sb = ro + (it >> 3) * (TYPE == T_Q4_0R ? 144u : 272u), blk = it & 7u;
             const vec2 dd = unpackHalf2x16(w.v[(sb >> 2) + (blk >> 1)]);
-            d = (blk & 1u) != 0u ? dd.y : dd.x;
+            q.s.x = (blk & 1u) != 0u ? dd.y : dd.x;
             if (TYPE == T_Q4_0R) {
-                const uvec4 q = w4.v[(sb + 16u + blk * 16u) >> 4];
-                q4_0_bytes(q, q0, q1);
+                q0 = w4.v[(sb + 16u + blk * 16u) >> 4];
             } else {
                 const uint a = (sb + 16u + blk * 32u) >> 4;
                 q0 = w4.v[a];
                 q1 = w4.v[a + 1u];
             }
         }
-        [[unroll]] for (uint k = 0u; k < TOK; ++k) {
-            const uint t = k < p.n_tok ? k : 0u, xb = t * nb + it;
-            const uvec4 x0 = x4.v[2u * xb], x1 = x4.v[2u * xb + 1u];
-            const int s = dot4(q0.x, x0.x) + dot4(q0.y, x0.y) + dot4(q0.z, x0.z) +
-                          dot4(q0.w, x0.w) + dot4(q1.x, x1.x) + dot4(q1.y, x1.y) +
-                          dot4(q1.z, x1.z) + dot4(q1.w, x1.w);
-            acc[k] += d * p.xd.v[xb].x * float(s);
+        if (TYPE == T_Q4_0 || TYPE == T_Q4_0R) {
+            q.a = q0 & M4;
+            q.b = (q0 >> 4) & M4;
+        } else {
+            q.a = q0;
+            q.b = q1;
         }
     } else if (TYPE == T_Q4_K) {
         // Super-block {d, dmin, 12 bytes of 6-bit scales/mins, qs[128]}: item k (0..7) = bytes
-        // 16j..16j+15 (j = k % 2) of chunk c = k / 2: low nibbles are positions 16j.. of
-        // sub-block 2c, high nibbles of sub-block 2c + 1. A sub-block adds
-        // d * scale * d_x * sum(q q_x) - dmin * min * s_x, the min term once (by j == 0).
+        // 16j..16j+15 (j = k % 2) of chunk c = k / 2: low nibbles (a) are positions 16j.. of
+        // sub-block 2c, high nibbles (b) of sub-block 2c + 1; s = (d * scale, same for 2c + 1,
+        // dmin * min, same), the mins only for j == 0 (a sub-block adds them once).
         const uint b = it >> 3, k8 = it & 7u, c = k8 >> 1, j = k8 & 1u;
         const uint sb = ro + b * 144u;
         const uvec4 hdr = w4.v[sb >> 4];
-        const uvec4 q = w4.v[(sb + 16u + 32u * c + 16u * j) >> 4];
-        const uvec4 lo = q & M4, hi = (q >> 4) & M4;
+        const uvec4 qs = w4.v[(sb + 16u + 32u * c + 16u * j) >> 4];
+        q.a = qs & M4;
+        q.b = (qs >> 4) & M4;
         const vec2 dm = unpackHalf2x16(hdr.x);
         float sc[2], mn[2];
         [[unroll]] for (uint h = 0u; h < 2u; ++h) {
@@ -191,21 +192,13 @@ void item(Uints w, uint ro, uint it, inout float acc[TOK]) {
                 mn[h] = float((e >> 4) | ((hdr.z >> (8u * (s - 4u) + 6u)) & 3u) << 4);
             }
         }
-        const float d0 = dm.x * sc[0], d1 = dm.x * sc[1];
-        const float m0 = j == 0u ? dm.y * mn[0] : 0.0, m1 = j == 0u ? dm.y * mn[1] : 0.0;
-        [[unroll]] for (uint k = 0u; k < TOK; ++k) {
-            const uint t = k < p.n_tok ? k : 0u, xb = t * nb + b * 8u + 2u * c;
-            const uvec4 x0 = x4.v[2u * xb + j], x1 = x4.v[2u * (xb + 1u) + j];
-            const vec2 e0 = p.xd.v[xb], e1 = p.xd.v[xb + 1u];
-            const int s0 = dot4(lo.x, x0.x) + dot4(lo.y, x0.y) + dot4(lo.z, x0.z) + dot4(lo.w, x0.w);
-            const int s1 = dot4(hi.x, x1.x) + dot4(hi.y, x1.y) + dot4(hi.z, x1.z) + dot4(hi.w, x1.w);
-            acc[k] += d0 * e0.x * float(s0) - m0 * e0.y + d1 * e1.x * float(s1) - m1 * e1.y;
-        }
+        q.s = vec4(dm.x * sc[0], dm.x * sc[1], j == 0u ? dm.y * mn[0] : 0.0,
+                   j == 0u ? dm.y * mn[1] : 0.0);
     } else if (TYPE == T_Q6_KR) {
         // Repacked Q6_K (16-byte aligned bodies): item k (0..3) = half h = k / 2, positions
-        // 16j..16j+15 (j = k % 2) of its four quarters, as 16-byte loads: quarter q's low bits
-        // from ql[64h + 32(q & 1) + l] (high nibble when q >= 2), top bits from bits 2q of
-        // qh[32h + l], scale sc[8h + j + 2q]; activation block 8b + 4h + q, words 4j..4j+3.
+        // 16j..16j+15 (j = k % 2) of its four quarters (a..d), as 16-byte loads: quarter q's
+        // low bits from ql[64h + 32(q & 1) + l] (high nibble when q >= 2), top bits from bits
+        // 2q of qh[32h + l], scale sc[8h + j + 2q] (s).
         const uint b = it >> 2, h = (it >> 1) & 1u, j = it & 1u;
         const uint sb = q6_body(TYPE, ro, b);
         const uvec4 la = w4.v[(sb + 64u * h + 16u * j) >> 4];
@@ -214,58 +207,117 @@ void item(Uints w, uint ro, uint it, inout float acc[TOK]) {
         const uint sw0 = w.v[(sb + 192u + 8u * h) >> 2], sw1 = w.v[(sb + 196u + 8u * h) >> 2];
         const float d = lo_f16(rd_w(w, q6_d(TYPE, ro, b)));
         const uint sh = 8u * j;  // scale bytes j, j + 2 of each word
-        const float s0 = d * float(int(sw0 << (24u - sh)) >> 24);
-        const float s1 = d * float(int(sw0 << (8u - sh)) >> 24);
-        const float s2 = d * float(int(sw1 << (24u - sh)) >> 24);
-        const float s3 = d * float(int(sw1 << (8u - sh)) >> 24);
-        uvec4 v0, v1, v2, v3;
+        q.s = d * vec4(float(int(sw0 << (24u - sh)) >> 24), float(int(sw0 << (8u - sh)) >> 24),
+                       float(int(sw1 << (24u - sh)) >> 24), float(int(sw1 << (8u - sh)) >> 24));
         [[unroll]] for (uint m = 0u; m < 4u; ++m) {
-            v0[m] = minus32((la[m] & M4) | ((qh[m] & 0x03030303u) << 4));
-            v1[m] = minus32((lb[m] & M4) | (((qh[m] >> 2) & 0x03030303u) << 4));
-            v2[m] = minus32(((la[m] >> 4) & M4) | (((qh[m] >> 4) & 0x03030303u) << 4));
-            v3[m] = minus32(((lb[m] >> 4) & M4) | (((qh[m] >> 6) & 0x03030303u) << 4));
-        }
-        [[unroll]] for (uint k = 0u; k < TOK; ++k) {
-            const uint t = k < p.n_tok ? k : 0u, xb = t * nb + b * 8u + 4u * h;
-            const uvec4 x0 = x4.v[2u * xb + j], x1 = x4.v[2u * (xb + 1u) + j];
-            const uvec4 x2 = x4.v[2u * (xb + 2u) + j], x3 = x4.v[2u * (xb + 3u) + j];
-            const int d0 = dot4(v0.x, x0.x) + dot4(v0.y, x0.y) + dot4(v0.z, x0.z) + dot4(v0.w, x0.w);
-            const int d1 = dot4(v1.x, x1.x) + dot4(v1.y, x1.y) + dot4(v1.z, x1.z) + dot4(v1.w, x1.w);
-            const int d2 = dot4(v2.x, x2.x) + dot4(v2.y, x2.y) + dot4(v2.z, x2.z) + dot4(v2.w, x2.w);
-            const int d3 = dot4(v3.x, x3.x) + dot4(v3.y, x3.y) + dot4(v3.z, x3.z) + dot4(v3.w, x3.w);
-            acc[k] += s0 * p.xd.v[xb].x * float(d0) + s1 * p.xd.v[xb + 1u].x * float(d1) +
-                      s2 * p.xd.v[xb + 2u].x * float(d2) + s3 * p.xd.v[xb + 3u].x * float(d3);
+            q.a[m] = minus32((la[m] & M4) | ((qh[m] & 0x03030303u) << 4));
+            q.b[m] = minus32((lb[m] & M4) | (((qh[m] >> 2) & 0x03030303u) << 4));
+            q.c[m] = minus32(((la[m] >> 4) & M4) | (((qh[m] >> 4) & 0x03030303u) << 4));
+            q.d[m] = minus32(((lb[m] >> 4) & M4) | (((qh[m] >> 6) & 0x03030303u) << 4));
         }
     } else if (TYPE == T_Q6_K) {
         // 210-byte super-block {ql[128], qh[64], int8 scales[16], d} (2-byte aligned: rd_w):
-        // item k (0..15) = half h = k / 8, positions 4i..4i+3 (i = k % 8) of its four quarters:
-        // quarter q's low bits from ql[64h + 32(q & 1) + l] (high nibble when q >= 2), top bits
-        // from bits 2q of qh[32h + l], scale sc[8h + l / 16 + 2q]; activation block
-        // 8b + 4h + q, word i.
+        // item k (0..15) = half h = k / 8, positions 4i..4i+3 (i = k % 8) of its four
+        // quarters (a.x..a.w): quarter q's low bits from ql[64h + 32(q & 1) + l] (high nibble
+        // when q >= 2), top bits from bits 2q of qh[32h + l], scale sc[8h + l / 16 + 2q] (s).
         const uint b = it >> 4, k16 = it & 15u, h = k16 >> 3, i = k16 & 7u;
         const uint sb = ro + b * 210u;
         const uint la = rd_w(w, sb + 64u * h + 4u * i);
         const uint lb = rd_w(w, sb + 64u * h + 32u + 4u * i);
         const uint qh = rd_w(w, sb + 128u + 32u * h + 4u * i);
-        const uint v0 = minus32((la & M4) | ((qh & 0x03030303u) << 4));
-        const uint v1 = minus32((lb & M4) | (((qh >> 2) & 0x03030303u) << 4));
-        const uint v2 = minus32(((la >> 4) & M4) | (((qh >> 4) & 0x03030303u) << 4));
-        const uint v3 = minus32(((lb >> 4) & M4) | (((qh >> 6) & 0x03030303u) << 4));
+        q.a = uvec4(minus32((la & M4) | ((qh & 0x03030303u) << 4)),
+                    minus32((lb & M4) | (((qh >> 2) & 0x03030303u) << 4)),
+                    minus32(((la >> 4) & M4) | (((qh >> 4) & 0x03030303u) << 4)),
+                    minus32(((lb >> 4) & M4) | (((qh >> 6) & 0x03030303u) << 4)));
         const uint sw0 = rd_w(w, sb + 192u + 8u * h), sw1 = rd_w(w, sb + 196u + 8u * h);
         const uint sh = 8u * (i >> 2);  // scale byte i / 4 (+ 2q) of the half's 8
         const float d = lo_f16(rd_w(w, q6_d(TYPE, ro, b)));
-        const float s0 = d * float(int(sw0 << (24u - sh)) >> 24);
-        const float s1 = d * float(int(sw0 << (8u - sh)) >> 24);
-        const float s2 = d * float(int(sw1 << (24u - sh)) >> 24);
-        const float s3 = d * float(int(sw1 << (8u - sh)) >> 24);
-        [[unroll]] for (uint k = 0u; k < TOK; ++k) {
-            const uint t = k < p.n_tok ? k : 0u, xb = t * nb + b * 8u + 4u * h;
-            const uint xw = xb * 8u + i;
-            acc[k] += s0 * p.xd.v[xb].x * float(dot4(v0, p.xq.v[xw])) +
-                      s1 * p.xd.v[xb + 1u].x * float(dot4(v1, p.xq.v[xw + 8u])) +
-                      s2 * p.xd.v[xb + 2u].x * float(dot4(v2, p.xq.v[xw + 16u])) +
-                      s3 * p.xd.v[xb + 3u].x * float(dot4(v3, p.xq.v[xw + 24u]));
-        }
+        q.s = d * vec4(float(int(sw0 << (24u - sh)) >> 24), float(int(sw0 << (8u - sh)) >> 24),
+                       float(int(sw1 << (24u - sh)) >> 24), float(int(sw1 << (8u - sh)) >> 24));
+    }
+    return q;
+}
+
+// Token t's activations for item `it` (of any row).
+AQ acts(uint t, uint it) {
+    const uint nb = p.n_in / 32u;  // activation blocks per token
+    Uvec4s x4 = Uvec4s(p.xq);
+    AQ a;
+    if (TYPE == T_Q4_0R || TYPE == T_Q8_0R || TYPE == T_Q4_0 || TYPE == T_Q8_0) {
+        const uint xb = t * nb + it;
+        a.a = x4.v[2u * xb];
+        a.b = x4.v[2u * xb + 1u];
+        a.e.xy = p.xd.v[xb];
+    } else if (TYPE == T_Q4_K) {
+        const uint b = it >> 3, k8 = it & 7u, c = k8 >> 1, j = k8 & 1u;
+        const uint xb = t * nb + b * 8u + 2u * c;
+        a.a = x4.v[2u * xb + j];
+        a.b = x4.v[2u * (xb + 1u) + j];
+        a.e = vec4(p.xd.v[xb], p.xd.v[xb + 1u]);
+    } else if (TYPE == T_Q6_KR) {
+        const uint b = it >> 2, h = (it >> 1) & 1u, j = it & 1u;
+        const uint xb = t * nb + b * 8u + 4u * h;
+        a.a = x4.v[2u * xb + j];
+        a.b = x4.v[2u * (xb + 1u) + j];
+        a.c = x4.v[2u * (xb + 2u) + j];
+        a.d = x4.v[2u * (xb + 3u) + j];
+        a.e = vec4(p.xd.v[xb].x, p.xd.v[xb + 1u].x, p.xd.v[xb + 2u].x, p.xd.v[xb + 3u].x);
+    } else if (TYPE == T_Q6_K) {
+        const uint b = it >> 4, k16 = it & 15u, h = k16 >> 3, i = k16 & 7u;
+        const uint xb = t * nb + b * 8u + 4u * h, xw = xb * 8u + i;
+        a.a = uvec4(p.xq.v[xw], p.xq.v[xw + 8u], p.xq.v[xw + 16u], p.xq.v[xw + 24u]);
+        a.e = vec4(p.xd.v[xb].x, p.xd.v[xb + 1u].x, p.xd.v[xb + 2u].x, p.xd.v[xb + 3u].x);
+    }
+    return a;
+}
+
+// An item's weights times a token's activations, scaled.
+float dotq(WQ q, AQ a) {
+    if (TYPE == T_Q4_0 || TYPE == T_Q4_0R) {
+        // sum((n - 8) q_x) d_x = d_x sum(n q_x) - 8 s_x: two float operations per block
+        // instead of two integer ones per weight word.
+        const float s = float(int(dot16(q.a, a.a) + dot16(q.b, a.b)));
+        return q.s.x * (a.e.x * s - 8.0 * a.e.y);
+    } else if (TYPE == T_Q8_0 || TYPE == T_Q8_0R) {
+        return q.s.x * a.e.x * float(int(dot16(q.a, a.a) + dot16(q.b, a.b)));
+    } else if (TYPE == T_Q4_K) {
+        return q.s.x * a.e.x * float(int(dot16(q.a, a.a))) - q.s.z * a.e.y +
+               q.s.y * a.e.z * float(int(dot16(q.b, a.b))) - q.s.w * a.e.w;
+    } else if (TYPE == T_Q6_KR) {
+        return q.s.x * a.e.x * float(int(dot16(q.a, a.a))) +
+               q.s.y * a.e.y * float(int(dot16(q.b, a.b))) +
+               q.s.z * a.e.z * float(int(dot16(q.c, a.c))) +
+               q.s.w * a.e.w * float(int(dot16(q.d, a.d)));
+    } else {  // T_Q6_K
+        return q.s.x * a.e.x * float(dot4(q.a.x, a.a.x)) +
+               q.s.y * a.e.y * float(dot4(q.a.y, a.a.y)) +
+               q.s.z * a.e.z * float(dot4(q.a.z, a.a.z)) +
+               q.s.w * a.e.w * float(dot4(q.a.w, a.a.w));
+    }
+}
+
+// Adds item `it` of the row at byte ro to acc[k] for the TOK tokens (tokens past n_tok read
+// token 0 and are not written).
+void item(Uints w, uint ro, uint it, inout float acc[TOK]) {
+    const WQ q = weights(w, ro, it);
+    [[unroll]] for (uint k = 0u; k < TOK; ++k) acc[k] += dotq(q, acts(k < p.n_tok ? k : 0u, it));
+}
+
+// SHARE: the workgroup's rows (weights sh_w[r] at byte sh_ro[r]) and their sums for the
+// tokens [r * TOK + k]; module-scope, not parameters (arrays sized by specialisation constants
+// do not survive being copied into a function by glslc's optimiser).
+Uints sh_w[ROWS];
+uint sh_ro[ROWS];
+float sh_acc[ROWS * TOK];
+
+// SHARE: adds item `it` of the ROWS rows to sh_acc: the item's activations are loaded once
+// per token and meet every row's weights.
+void share_item(uint it) {
+    AQ a[TOK];
+    [[unroll]] for (uint k = 0u; k < TOK; ++k) a[k] = acts(k < p.n_tok ? k : 0u, it);
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        const WQ q = weights(sh_w[r], sh_ro[r], it);
+        [[unroll]] for (uint k = 0u; k < TOK; ++k) sh_acc[r * TOK + k] += dotq(q, a[k]);
     }
 }
 
@@ -279,7 +331,84 @@ void finish_row(uint k, uint r, uint o, uint n_out, uint part, Floats y, Floats 
         y.v[k * n_out + o] = s;
 }
 
+// Row g of the launch (the parts' rows one after the other) as a row of `part`; past the end:
+// the last part's last row (read, never written).
+uint locate(uint g, out uint part) {
+    part = 0u;
+    uint n = p.n_out;
+    if (PARTS > 1u && g >= n) {
+        g -= n;
+        part = 1u;
+        n = p.n_out1;
+        if (PARTS > 2u && g >= n) {
+            g -= n;
+            part = 2u;
+            n = p.n_out2;
+        }
+    }
+    return min(g, n - 1u);
+}
+
+// SHARE: the workgroup's WG invocations take items tid, tid + WG, ... of all its ROWS rows
+// (share_item), so an item's activations are loaded once for ROWS rows and every invocation
+// keeps ROWS independent weight loads in flight; the sums are reduced per row across the
+// subgroups. Against TPR invocations per row (each loading its own copy of the activations)
+// this is what took the HIP backend's 8B gate + up from 20.1 to 17.2 µs (docs/hip.md).
+void main_share() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint first = (gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u) * ROWS;
+    const uint total = p.n_out + (PARTS > 1u ? p.n_out1 : 0u) + (PARTS > 2u ? p.n_out2 : 0u);
+    uint part0;
+    const uint base = locate(first, part0);  // ROPE: parts are whole workgroups
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        uint part;
+        uint o = locate(first + r, part);
+        if (ROPE != 0u && part < 2u) o = rope_row(base + r);
+        sh_w[r] = p.w;
+        if (part == 1u) sh_w[r] = p.w1;
+        if (part == 2u) sh_w[r] = p.w2;
+        sh_ro[r] = o * p.row_bytes;
+    }
+    [[unroll]] for (uint i = 0u; i < ROWS * TOK; ++i) sh_acc[i] = 0.0;
+    const uint n_items = items_per_row();
+    // Two items per trip: the second item's loads issue before the first one's dots wait.
+    uint it = tid;
+    for (; it + WG < n_items; it += 2u * WG) {
+        share_item(it);
+        share_item(it + WG);
+    }
+    if (it < n_items) share_item(it);
+
+    // ROWS * TOK * subgroups <= TOK * WG: the host takes this split only where the subgroup
+    // size is at least ROWS.
+    [[unroll]] for (uint i = 0u; i < ROWS * TOK; ++i) {
+        const float s = subgroupAdd(sh_acc[i]);
+        if (subgroupElect()) red[i * gl_NumSubgroups + gl_SubgroupID] = s;
+    }
+    barrier();
+    // Invocation r * TOK + k finishes row slot r for token k.
+    const uint nt = min(TOK, p.n_tok), r = tid / TOK, k = tid % TOK;
+    if (tid < ROWS * TOK && k < nt && first + r < total) {
+        float s = 0.0;
+        for (uint j = 0u; j < gl_NumSubgroups; ++j) s += red[tid * gl_NumSubgroups + j];
+        uint part;
+        uint o = locate(first + r, part);
+        if (ROPE != 0u && part < 2u) o = rope_row(base + r);
+        if (part == 0u)
+            finish_row(k, r, o, p.n_out, 0u, p.y, p.bias, s);
+        else if (part == 1u)
+            finish_row(k, r, o, p.n_out1, 1u, p.y1, p.bias1, s);
+        else
+            finish_row(k, r, o, p.n_out2, 2u, p.y2, p.bias2, s);
+    }
+    if (ROPE != 0u) rope_store(tid, nt, part0, base, first < total);
+}
+
 void main() {
+    if (SHARE != 0u) {
+        main_share();
+        return;
+    }
     const uint tid = gl_LocalInvocationID.x, r = tid / TPR, lane = tid % TPR;
     uint o = (gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u) * ROWS + r;
     uint n_out = p.n_out, part = 0u;

@@ -96,6 +96,25 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
     q8_src_ = x.address, q8_src_cols_ = n_in, q8_src_rows_ = T;
 }
 
+// Rows per workgroup. Sharing the activations (q8_shares): 4, 2 for Q8_0 (whose weights
+// outweigh the activations they share), as the HIP backend's matvec measured on an H200
+// (docs/hip.md: 8B gate + up 26.9 / 20.1 / 17.2 µs for 1 / 2 / 4 rows in Q4_0, Q8_0 best at 2).
+// Otherwise 2: an H200 sweep (8B Q4_0, tg64 after pp512, tok/s for 1 / 2 / 4 / 8 rows) gave
+// 291 / 309 / 300 / 284.
+uint32_t VulkanBackend::q8_rows_for(uint32_t type, int64_t T) const {
+    if (q8_rows_ != 0) return q8_rows_;
+    if (!q8_share_ || !q8_shares(4, T)) return 2;
+    return type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0) ? 2 : 4;
+}
+
+// matvec_q8.comp's SHARE split: one or two tokens (it holds every token's activations of an
+// item in registers), subgroup sums (its reduction), subgroups of at least `rows` invocations
+// (its shared array).
+bool VulkanBackend::q8_shares(uint32_t rows, int64_t T) const {
+    return q8_share_ && T <= 2 && pd_.subgroup_arithmetic && pd_.subgroup_size >= rows &&
+           kQ8Workgroup % pd_.subgroup_size == 0;
+}
+
 bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
                                      const QkvRope* rope) {
     const Node& first = *mats[0];
@@ -137,7 +156,7 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
             p.w2 = wr.address, p.y2 = y.address, p.n_out2 = n_out;
         }
     }
-    const uint32_t wg_rows = rope ? rope->rows : q8_rows_;
+    const uint32_t wg_rows = rope ? rope->rows : q8_rows_for(type, T);
     if (rope) {
         p.y = rope->q_rope.address, p.y1 = rope->k_cache.address;
         p.io = io_.address, p.rope = rope->params;
@@ -150,7 +169,9 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
                             ? 1u
                             : 0u;
     const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
-    dispatch("matvec_q8", {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u}, &p,
+    const uint32_t share = q8_shares(wg_rows, T) ? 1u : 0u;
+    dispatch("matvec_q8",
+             {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share}, &p,
              sizeof p, split_x(groups), 1, split_z(groups), {q},
              {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
@@ -170,7 +191,9 @@ bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) cons
     if (tq == rope_table_.end() || tk == rope_table_.end() || tq->second != tk->second)
         return false;
     // Whole pairs per workgroup; NeoX f16 words need two adjacent pairs' halves.
-    const uint32_t rows = std::max<uint32_t>(q8_rows_, m->neox && m->cache_f16 ? 4 : 2);
+    const int64_t T = g.tensor(g.nodes()[at].src[1]).rows();
+    const uint32_t rows = std::max<uint32_t>(q8_rows_for(shader_type(g, g.nodes()[at].src[0]), T),
+                                             m->neox && m->cache_f16 ? 4 : 2);
     if (m->head_dim % int32_t(rows) != 0) return false;
     // The table's offset in io_ in 256-byte units (io slots are kIoAlign-aligned) above the
     // head_dim and the two flags.

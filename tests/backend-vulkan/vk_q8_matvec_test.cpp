@@ -2,10 +2,10 @@
 // integer dot products; lavapipe does): every weight type it takes (Q4_0 / Q8_0 in the file
 // layout and repacked, Q4_K, Q6_K) against the double product over the activations as the
 // quantiser rounds them, 1-8 tokens, odd row counts, rows per workgroup, q/k/v fused into one
-// dispatch, an input quantised once for two matmuls and again after it changes, and the RMSNorm
-// (alone and after a residual add), gated activation and split-K attention before a matmul
-// leaving its q8 activations themselves, and q/k/v roping and storing their own rows.
-// TANDEM_VK_Q8=0 keeps f32 activations (exact).
+// dispatch, the activations shared by a workgroup's rows or not, an input quantised once for two
+// matmuls and again after it changes, and the RMSNorm (alone and after a residual add), gated
+// activation and split-K attention before a matmul leaving its q8 activations themselves, and q/k/v
+// roping and storing their own rows. TANDEM_VK_Q8=0 keeps f32 activations (exact).
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -41,10 +41,16 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
     };
     const Shape shapes[] = {{256, 1, 1},  {256, 67, 1}, {2304, 37, 2}, {4096, 33, 1}, {512, 5, 3},
                             {1024, 9, 5}, {768, 17, 8}, {14336, 3, 1}, {2048, 9, 4}};
-    // (repack, rows per workgroup): the file layout (integrated GPUs, lavapipe) and the
-    // repacked one (discrete GPUs; Q6_K from 2048-long rows), 4 and 1 rows per workgroup.
-    for (auto [repack, rows] : {std::pair{"0", "4"}, {"1", "4"}, {"1", "1"}}) {
-        ScopedEnv re("TANDEM_VK_REPACK", repack), ro("TANDEM_VK_Q8_ROWS", rows);
+    // (repack, rows per workgroup, shared activations): the file layout (integrated GPUs,
+    // lavapipe) and the repacked one (discrete GPUs; Q6_K from 2048-long rows), 1-4 rows per
+    // workgroup, the invocations sharing each item's activations over the rows (one or two
+    // tokens; more take the other split) or each row its own.
+    const std::tuple<const char*, const char*, const char*> splits[] = {
+        {"0", "4", "1"}, {"1", "4", "1"}, {"1", "2", "1"},
+        {"1", "1", "1"}, {"1", "2", "0"}, {"0", "4", "0"}};
+    for (auto [repack, rows, share] : splits) {
+        ScopedEnv re("TANDEM_VK_REPACK", repack), ro("TANDEM_VK_Q8_ROWS", rows),
+            sh("TANDEM_VK_Q8_SHARE", share);
         TANDEM_VULKAN_OR_SKIP(vk);
         TANDEM_Q8_OR_SKIP(vk);
         for (DType t : kQ8Types)
@@ -59,7 +65,7 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
                 const std::string what = std::string(dtype_name(t)) + " " + std::to_string(s.n_in) +
                                          "x" + std::to_string(s.n_out) +
                                          " T=" + std::to_string(s.T) + " repack " + repack +
-                                         " rows " + rows;
+                                         " rows " + rows + " share " + share;
                 EXPECT_LT(reported_nmse(what, r.vulkan, ref_matmul(w, q8_activations(x), s.T)),
                           1e-10)
                     << what;
@@ -106,10 +112,13 @@ TEST(VulkanQ8Matvec, RmsNormQuantisesForTheMatmulAfterIt) {
 }
 
 // q/k/v then their rope and KV stores: one matvec_q8 dispatch (ROPE) where the modes, cache
-// types and rotary dimension allow, rows per workgroup 1 (raised to whole pairs) and 2.
+// types and rotary dimension allow, rows per workgroup 1 (raised to whole pairs), 2 and 4, the
+// activations shared over the rows or not.
 TEST(VulkanQ8Matvec, QkvRopesAndStoresItself) {
-    for (const char* rows : {"2", "1"}) {
-        ScopedEnv ro("TANDEM_VK_Q8_ROWS", rows);
+    const std::pair<const char*, const char*> splits[] = {
+        {"2", "1"}, {"1", "1"}, {"4", "1"}, {"2", "0"}};
+    for (auto [rows, share] : splits) {
+        ScopedEnv ro("TANDEM_VK_Q8_ROWS", rows), sh("TANDEM_VK_Q8_SHARE", share);
         TANDEM_VULKAN_OR_SKIP(vk);
         TANDEM_Q8_OR_SKIP(vk);
         expect_qkv_rope_and_kv_store(*vk);
