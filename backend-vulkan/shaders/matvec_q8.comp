@@ -1,5 +1,5 @@
 #version 450
-// Decode matmul over int8 activations (q8_act.glsl): y[t, o] = W[o, :] . x[t, :] (+ bias[o])
+// Decode matmul over int8 activations (q8_act.glsl, in its halves layout): y[t, o] = W[o, :] . x[t, :] (+ bias[o])
 // for n_tok <= TOK tokens (TOK = 1, 2, 4, 8) in one dispatch; weight types Q4_0 / Q8_0 / Q6_K
 // (file layout or repacked, vk_repack.h) and Q4_K. Each row is a sequence of items (a Q4_0/Q8_0
 // block of 32 weights, a 16-byte slice of a Q4_K super-block, a 4-position slice of a Q6_K half
@@ -245,27 +245,28 @@ AQ acts(uint t, uint it) {
     AQ a;
     if (TYPE == T_Q4_0R || TYPE == T_Q8_0R || TYPE == T_Q4_0 || TYPE == T_Q8_0) {
         const uint xb = t * nb + it;
-        a.a = x4.v[2u * xb];
-        a.b = x4.v[2u * xb + 1u];
+        a.a = x4.v[q8_unit(xb, 0u)];
+        a.b = x4.v[q8_unit(xb, 1u)];
         a.e.xy = p.xd.v[xb];
     } else if (TYPE == T_Q4_K) {
         const uint b = it >> 3, k8 = it & 7u, c = k8 >> 1, j = k8 & 1u;
         const uint xb = t * nb + b * 8u + 2u * c;
-        a.a = x4.v[2u * xb + j];
-        a.b = x4.v[2u * (xb + 1u) + j];
+        a.a = x4.v[q8_unit(xb, j)];
+        a.b = x4.v[q8_unit(xb + 1u, j)];
         a.e = vec4(p.xd.v[xb], p.xd.v[xb + 1u]);
     } else if (TYPE == T_Q6_KR) {
         const uint b = it >> 2, h = (it >> 1) & 1u, j = it & 1u;
         const uint xb = t * nb + b * 8u + 4u * h;
-        a.a = x4.v[2u * xb + j];
-        a.b = x4.v[2u * (xb + 1u) + j];
-        a.c = x4.v[2u * (xb + 2u) + j];
-        a.d = x4.v[2u * (xb + 3u) + j];
+        a.a = x4.v[q8_unit(xb, j)];
+        a.b = x4.v[q8_unit(xb + 1u, j)];
+        a.c = x4.v[q8_unit(xb + 2u, j)];
+        a.d = x4.v[q8_unit(xb + 3u, j)];
         a.e = vec4(p.xd.v[xb].x, p.xd.v[xb + 1u].x, p.xd.v[xb + 2u].x, p.xd.v[xb + 3u].x);
     } else if (TYPE == T_Q6_K) {
         const uint b = it >> 4, k16 = it & 15u, h = k16 >> 3, i = k16 & 7u;
         const uint xb = t * nb + b * 8u + 4u * h, xw = xb * 8u + i;
-        a.a = uvec4(p.xq.v[xw], p.xq.v[xw + 8u], p.xq.v[xw + 16u], p.xq.v[xw + 24u]);
+        a.a = uvec4(p.xq.v[q8_word(xw)], p.xq.v[q8_word(xw + 8u)], p.xq.v[q8_word(xw + 16u)],
+                    p.xq.v[q8_word(xw + 24u)]);
         a.e = vec4(p.xd.v[xb].x, p.xd.v[xb + 1u].x, p.xd.v[xb + 2u].x, p.xd.v[xb + 3u].x);
     }
     return a;

@@ -136,7 +136,6 @@ class VulkanBackend final : public Backend {
     // Nodes at.. are q/k/v with their ropes and KV stores (match_qkv_rope) that matvec_q8 can
     // rope and store itself: the plan for it; false: not applicable (or TANDEM_VK_QKV_ROPE=0).
     bool qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const;
-    uint32_t q8_rows_for(uint32_t type, int64_t T) const;
     bool q8_shares(uint32_t rows, int64_t T) const;
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
@@ -192,11 +191,13 @@ class VulkanBackend final : public Backend {
     bool tiled_ok_ = true;        // TANDEM_VK_TILED=0 turns it off
     // The int8-dot decode matvec: on where the device has integer dot products and subgroup
     // shuffles (the quantiser's 8-lane reductions); TANDEM_VK_Q8=0 turns it off. q8_rows_: rows
-    // per 128-invocation workgroup (TANDEM_VK_Q8_ROWS, tuning; 0: q8_rows_for's choice).
-    // q8_share_: its invocations share each item's activations over the rows (matvec_q8.comp
-    // SHARE; TANDEM_VK_Q8_SHARE=0: off).
+    // per 128-invocation workgroup (TANDEM_VK_Q8_ROWS, tuning). q8_share_: the workgroup's
+    // invocations share each item's activations over its rows (matvec_q8.comp SHARE;
+    // TANDEM_VK_Q8_SHARE=0: each row's invocations load their own). An H200 sweep (8B, tg128,
+    // tok/s, session 9, before the halves layout): sharing with 2 / 4 / 8 rows Q4_0 388 / 351 /
+    // 342, Q4_K 331 / 314 / 268, Q8_0 278 / 278 / 256; not sharing (2 rows) 362 / 321 / 281.
     bool q8_ = false;
-    uint32_t q8_rows_ = 0;
+    uint32_t q8_rows_ = 2;
     bool q8_share_ = true;
     // q/k/v's matvec ropes and stores into the KV cache itself (TANDEM_VK_QKV_ROPE=0: off).
     bool q8_rope_ = true;

@@ -34,6 +34,13 @@ struct QuantPush {
 constexpr uint32_t kQ8Workgroup = 128;
 constexpr int64_t kQ8MaxTokens = 8;  // matvec_q8.comp's largest TOK
 
+// The int8 values take whole groups of the halves layout (q8_act.glsl: the last group's
+// second halves lie past a partial group's values), then 8 bytes of (d, s) per 32 values.
+uint64_t q8_values_bytes(uint64_t values) {
+    constexpr uint64_t kGroup = 256;
+    return (values + kGroup - 1) / kGroup * kGroup;
+}
+
 }  // namespace
 
 bool VulkanBackend::q8_matvec_ok(const Graph& g, TensorId w_id, int64_t T) const {
@@ -64,11 +71,11 @@ bool VulkanBackend::q8_for_next_matmul(const Graph& g, size_t at, TensorId x) co
 
 VulkanBackend::Ref VulkanBackend::q8_ref(int64_t n_in, int64_t T) const {
     const auto values = uint64_t(n_in * T);
-    return {kQ8Id, q8_buf_.address, 0, values + values / 4};
+    return {kQ8Id, q8_buf_.address, 0, q8_values_bytes(values) + values / 4};
 }
 
 uint64_t VulkanBackend::q8_scales_address(int64_t n_in, int64_t T) const {
-    return q8_buf_.address + uint64_t(n_in * T);
+    return q8_buf_.address + q8_values_bytes(uint64_t(n_in * T));
 }
 
 void VulkanBackend::ensure_q8_buffer(const Graph& g) {
@@ -94,17 +101,6 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
     QuantPush p{x.address, x.address, x.address, q.address, q8_scales_address(n_in, T), n4};
     dispatch("quantize_q8", {0u}, &p, sizeof p, (n4 + 255) / 256, 1, 1, {x}, {q});
     q8_src_ = x.address, q8_src_cols_ = n_in, q8_src_rows_ = T;
-}
-
-// Rows per workgroup. Sharing the activations (q8_shares): 4, 2 for Q8_0 (whose weights
-// outweigh the activations they share), as the HIP backend's matvec measured on an H200
-// (docs/hip.md: 8B gate + up 26.9 / 20.1 / 17.2 µs for 1 / 2 / 4 rows in Q4_0, Q8_0 best at 2).
-// Otherwise 2: an H200 sweep (8B Q4_0, tg64 after pp512, tok/s for 1 / 2 / 4 / 8 rows) gave
-// 291 / 309 / 300 / 284.
-uint32_t VulkanBackend::q8_rows_for(uint32_t type, int64_t T) const {
-    if (q8_rows_ != 0) return q8_rows_;
-    if (!q8_share_ || !q8_shares(4, T)) return 2;
-    return type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0) ? 2 : 4;
 }
 
 // matvec_q8.comp's SHARE split: one or two tokens (it holds every token's activations of an
@@ -156,7 +152,7 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
             p.w2 = wr.address, p.y2 = y.address, p.n_out2 = n_out;
         }
     }
-    const uint32_t wg_rows = rope ? rope->rows : q8_rows_for(type, T);
+    const uint32_t wg_rows = rope ? rope->rows : q8_rows_;
     if (rope) {
         p.y = rope->q_rope.address, p.y1 = rope->k_cache.address;
         p.io = io_.address, p.rope = rope->params;
@@ -191,9 +187,7 @@ bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) cons
     if (tq == rope_table_.end() || tk == rope_table_.end() || tq->second != tk->second)
         return false;
     // Whole pairs per workgroup; NeoX f16 words need two adjacent pairs' halves.
-    const int64_t T = g.tensor(g.nodes()[at].src[1]).rows();
-    const uint32_t rows = std::max<uint32_t>(q8_rows_for(shader_type(g, g.nodes()[at].src[0]), T),
-                                             m->neox && m->cache_f16 ? 4 : 2);
+    const uint32_t rows = std::max<uint32_t>(q8_rows_, m->neox && m->cache_f16 ? 4 : 2);
     if (m->head_dim % int32_t(rows) != 0) return false;
     // The table's offset in io_ in 256-byte units (io slots are kIoAlign-aligned) above the
     // head_dim and the two flags.
