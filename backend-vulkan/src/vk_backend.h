@@ -136,7 +136,7 @@ class VulkanBackend final : public Backend {
     // Nodes at.. are q/k/v with their ropes and KV stores (match_qkv_rope) that matvec_q8 can
     // rope and store itself: the plan for it; false: not applicable (or TANDEM_VK_QKV_ROPE=0).
     bool qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const;
-    bool q8_shares(uint32_t rows, int64_t T) const;
+    bool q8_shares(uint32_t type, uint32_t rows, int64_t T) const;
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
@@ -192,10 +192,10 @@ class VulkanBackend final : public Backend {
     // The int8-dot decode matvec: on where the device has integer dot products and subgroup
     // shuffles (the quantiser's 8-lane reductions); TANDEM_VK_Q8=0 turns it off. q8_rows_: rows
     // per 128-invocation workgroup (TANDEM_VK_Q8_ROWS, tuning). q8_share_: the workgroup's
-    // invocations share each item's activations over its rows (matvec_q8.comp SHARE;
-    // TANDEM_VK_Q8_SHARE=0: each row's invocations load their own). An H200 sweep (8B, tg128,
-    // tok/s, session 9, before the halves layout): sharing with 2 / 4 / 8 rows Q4_0 388 / 351 /
-    // 342, Q4_K 331 / 314 / 268, Q8_0 278 / 278 / 256; not sharing (2 rows) 362 / 321 / 281.
+    // invocations share each item's activations over its rows (matvec_q8.comp SHARE, where
+    // q8_shares; TANDEM_VK_Q8_SHARE=0: each row's invocations load their own). H200, 8B tg128
+    // tok/s (session 9, halves layout): sharing at 2 / 4 rows Q4_0 393 / 367, Q4_K 328 / 306;
+    // not sharing (2 rows) 372 / 314; before the halves layout, sharing at 8 rows 342 / 268.
     bool q8_ = false;
     uint32_t q8_rows_ = 2;
     bool q8_share_ = true;
