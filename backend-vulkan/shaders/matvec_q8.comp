@@ -182,20 +182,18 @@ WQ weights(Uints w, uint ro, uint it) {
         q.a = qs & M4;
         q.b = (qs >> 4) & M4;
         const vec2 dm = unpackHalf2x16(hdr.x);
-        float sc[2], mn[2];
-        [[unroll]] for (uint h = 0u; h < 2u; ++h) {
-            const uint s = 2u * c + h;
-            if (s < 4u) {
-                sc[h] = float((hdr.y >> (8u * s)) & 63u);
-                mn[h] = float((hdr.z >> (8u * s)) & 63u);
-            } else {
-                const uint e = (hdr.w >> (8u * (s - 4u))) & 0xFFu;
-                sc[h] = float((e & 0xFu) | ((hdr.y >> (8u * (s - 4u) + 6u)) & 3u) << 4);
-                mn[h] = float((e >> 4) | ((hdr.z >> (8u * (s - 4u) + 6u)) & 3u) << 4);
-            }
-        }
-        q.s = vec4(dm.x * sc[0], dm.x * sc[1], j == 0u ? dm.y * mn[0] : 0.0,
-                   j == 0u ? dm.y * mn[1] : 0.0);
+        // The 6-bit scales and mins of sub-blocks 2c, 2c + 1 as byte pairs, without a branch
+        // (c varies across a subgroup's invocations, so a branch would run both ways): for
+        // c < 2 bytes 2c, 2c + 1 of scales[0..3] / [4..7]; else the low / high nibbles of
+        // bytes 2(c - 2).. of scales[8..11] with the top 2 bits of those of [0..3] / [4..7].
+        const uint sh = 16u * (c & 1u);
+        const uint y = hdr.y >> sh, z = hdr.z >> sh, x = hdr.w >> sh;
+        const bool upper = c >= 2u;
+        const uint scp = upper ? (x & 0x0F0Fu) | ((y >> 2) & 0x3030u) : y & 0x3F3Fu;
+        const uint mnp = upper ? ((x >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u) : z & 0x3F3Fu;
+        q.s = vec4(dm.x * float(scp & 0xFFu), dm.x * float((scp >> 8) & 0xFFu),
+                   j == 0u ? dm.y * float(mnp & 0xFFu) : 0.0,
+                   j == 0u ? dm.y * float((mnp >> 8) & 0xFFu) : 0.0);
     } else if (TYPE == T_Q6_KR) {
         // Repacked Q6_K (16-byte aligned bodies): item k (0..3) = half h = k / 2, positions
         // 16j..16j+15 (j = k % 2) of its four quarters (a..d), as 16-byte loads: quarter q's
