@@ -124,6 +124,13 @@ __device__ inline void load_block(const uint8_t* row, int b, float& d, int (&w)[
     }
 }
 
+// One block's int8 dot s scaled: d_w * d_x * s, or with Q4_0's -8 applied through the activation
+// block's sum s_x (Offset8: the weights are raw nibbles).
+template <bool Offset8>
+__device__ inline float block_scaled(float d, int s, float dx, float sx) {
+    return Offset8 ? d * (dx * float(s) - 8.0f * sx) : d * dx * float(s);
+}
+
 // v0/v1/v2: the product's current design: 128 threads, W warps per row (4 / W rows per CTA),
 // thread takes blocks it, it + 32W, ...; Sum: the Q4_0 offset via the activation sums; Split:
 // activation halves from xlo / xhi (coalesced) instead of the standard layout.
@@ -152,10 +159,7 @@ __global__ void __launch_bounds__(128) k_v0(Args a) {
         }
         const float2 ds = a.xds[b];
         const int s = dot8(w, x0, x1);
-        if (Sum && Quant == 16)
-            acc += d * (ds.x * float(s) - 8.0f * ds.y);
-        else
-            acc += d * ds.x * float(s);
+        acc += block_scaled < Sum && Quant == 16 > (d, s, ds.x, ds.y);
     }
     acc = warp_sum(acc);
     if (lane == 0) part[g] = acc;
@@ -213,10 +217,7 @@ __global__ void __launch_bounds__(T) k_v3(Args a) {
             int w[8];
             load_block<Quant, false>(wr[r], b, d, w);
             const int s = dot8(w, x0, x1);
-            if (Quant == 16)
-                acc[r] += d * (ds.x * float(s) - 8.0f * ds.y);
-            else
-                acc[r] += d * ds.x * float(s);
+            acc[r] += block_scaled<Quant == 16>(d, s, ds.x, ds.y);
         }
     }
     write_rows<R, T>(a, row0, acc);
@@ -243,11 +244,8 @@ __global__ void __launch_bounds__(T) k_v4(Args a) {
             load_block<Quant, false>(wr[r], b, d0, w0);
             load_block<Quant, false>(wr[r], b + 1, d1, w1);
             const int s0 = dot8(w0, x0, x1), s1 = dot8(w1, x2, x3);
-            if (Quant == 16)
-                acc[r] +=
-                    d0 * (ds.x * float(s0) - 8.0f * ds.y) + d1 * (ds.z * float(s1) - 8.0f * ds.w);
-            else
-                acc[r] += d0 * ds.x * float(s0) + d1 * ds.z * float(s1);
+            acc[r] += block_scaled<Quant == 16>(d0, s0, ds.x, ds.y) +
+                      block_scaled<Quant == 16>(d1, s1, ds.z, ds.w);
         }
     }
     write_rows<R, T>(a, row0, acc);
