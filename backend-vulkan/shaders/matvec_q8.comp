@@ -137,6 +137,20 @@ uint dot16(uvec4 w, uvec4 x) {
     return uint(dot4(w.x, x.x) + dot4(w.y, x.y) + dot4(w.z, x.z) + dot4(w.w, x.w));
 }
 
+// Q6_K: one word each of a half's four quarters as int8 weights (minus 32): low bits from
+// la (quarters 0, 2: low / high nibbles) and lb (1, 3), top bits from bits 2q of qh.
+uvec4 q6_quarters(uint la, uint lb, uint qh) {
+    return uvec4(minus32((la & M4) | ((qh & 0x03030303u) << 4)),
+                 minus32((lb & M4) | (((qh >> 2) & 0x03030303u) << 4)),
+                 minus32(((la >> 4) & M4) | (((qh >> 4) & 0x03030303u) << 4)),
+                 minus32(((lb >> 4) & M4) | (((qh >> 6) & 0x03030303u) << 4)));
+}
+// Q6_K: d times the int8 scales at bit sh of words sw0 (bytes sh/8, sh/8 + 2) and sw1 (same).
+vec4 q6_scales(float d, uint sw0, uint sw1, uint sh) {
+    return d * vec4(float(int(sw0 << (24u - sh)) >> 24), float(int(sw0 << (8u - sh)) >> 24),
+                    float(int(sw1 << (24u - sh)) >> 24), float(int(sw1 << (8u - sh)) >> 24));
+}
+
 // Item `it` of the row at byte ro: its weights, decoded.
 WQ weights(Uints w, uint ro, uint it) {
     Uvec4s w4 = Uvec4s(w);
@@ -206,14 +220,13 @@ WQ weights(Uints w, uint ro, uint it) {
         const uvec4 qh = w4.v[(sb + 128u + 32u * h + 16u * j) >> 4];
         const uint sw0 = w.v[(sb + 192u + 8u * h) >> 2], sw1 = w.v[(sb + 196u + 8u * h) >> 2];
         const float d = lo_f16(rd_w(w, q6_d(TYPE, ro, b)));
-        const uint sh = 8u * j;  // scale bytes j, j + 2 of each word
-        q.s = d * vec4(float(int(sw0 << (24u - sh)) >> 24), float(int(sw0 << (8u - sh)) >> 24),
-                       float(int(sw1 << (24u - sh)) >> 24), float(int(sw1 << (8u - sh)) >> 24));
+        q.s = q6_scales(d, sw0, sw1, 8u * j);  // scale bytes j, j + 2 of each word
         [[unroll]] for (uint m = 0u; m < 4u; ++m) {
-            q.a[m] = minus32((la[m] & M4) | ((qh[m] & 0x03030303u) << 4));
-            q.b[m] = minus32((lb[m] & M4) | (((qh[m] >> 2) & 0x03030303u) << 4));
-            q.c[m] = minus32(((la[m] >> 4) & M4) | (((qh[m] >> 4) & 0x03030303u) << 4));
-            q.d[m] = minus32(((lb[m] >> 4) & M4) | (((qh[m] >> 6) & 0x03030303u) << 4));
+            const uvec4 v = q6_quarters(la[m], lb[m], qh[m]);
+            q.a[m] = v.x;
+            q.b[m] = v.y;
+            q.c[m] = v.z;
+            q.d[m] = v.w;
         }
     } else if (TYPE == T_Q6_K) {
         // 210-byte super-block {ql[128], qh[64], int8 scales[16], d} (2-byte aligned: rd_w):
@@ -225,15 +238,10 @@ WQ weights(Uints w, uint ro, uint it) {
         const uint la = rd_w(w, sb + 64u * h + 4u * i);
         const uint lb = rd_w(w, sb + 64u * h + 32u + 4u * i);
         const uint qh = rd_w(w, sb + 128u + 32u * h + 4u * i);
-        q.a = uvec4(minus32((la & M4) | ((qh & 0x03030303u) << 4)),
-                    minus32((lb & M4) | (((qh >> 2) & 0x03030303u) << 4)),
-                    minus32(((la >> 4) & M4) | (((qh >> 4) & 0x03030303u) << 4)),
-                    minus32(((lb >> 4) & M4) | (((qh >> 6) & 0x03030303u) << 4)));
+        q.a = q6_quarters(la, lb, qh);
         const uint sw0 = rd_w(w, sb + 192u + 8u * h), sw1 = rd_w(w, sb + 196u + 8u * h);
-        const uint sh = 8u * (i >> 2);  // scale byte i / 4 (+ 2q) of the half's 8
         const float d = lo_f16(rd_w(w, q6_d(TYPE, ro, b)));
-        q.s = d * vec4(float(int(sw0 << (24u - sh)) >> 24), float(int(sw0 << (8u - sh)) >> 24),
-                       float(int(sw1 << (24u - sh)) >> 24), float(int(sw1 << (8u - sh)) >> 24));
+        q.s = q6_scales(d, sw0, sw1, 8u * (i >> 2));  // scale byte i / 4 (+ 2q) of the half's 8
     }
     return q;
 }
@@ -322,32 +330,50 @@ void share_item(uint it) {
     }
 }
 
-// Row o's sum s for token k (slot r of the workgroup): plus its bias, then out (or kept for
-// rope_store).
-void finish_row(uint k, uint r, uint o, uint n_out, uint part, Floats y, Floats bias, float s) {
-    if (((p.has_bias >> part) & 1u) != 0u) s += bias.v[o];
+// Part `part`'s rows, weights, output and bias (PARTS > 1: q/k/v or gate/up in one dispatch).
+uint part_rows(uint part) { return part == 0u ? p.n_out : part == 1u ? p.n_out1 : p.n_out2; }
+Uints part_w(uint part) {
+    Uints w = p.w;
+    if (part == 1u) w = p.w1;
+    if (part == 2u) w = p.w2;
+    return w;
+}
+Floats part_y(uint part) {
+    Floats y = p.y;
+    if (part == 1u) y = p.y1;
+    if (part == 2u) y = p.y2;
+    return y;
+}
+Floats part_bias(uint part) {
+    Floats b = p.bias;
+    if (part == 1u) b = p.bias1;
+    if (part == 2u) b = p.bias2;
+    return b;
+}
+
+// Row g of the launch (the parts' rows one after the other) as a row of `part` (past the end
+// of the last part for a workgroup past the launch's rows).
+uint locate(uint g, out uint part) {
+    part = 0u;
+    if (PARTS > 1u && g >= p.n_out) {
+        g -= p.n_out;
+        part = 1u;
+        if (PARTS > 2u && g >= p.n_out1) {
+            g -= p.n_out1;
+            part = 2u;
+        }
+    }
+    return g;
+}
+
+// Row o of `part`: its sum s for token k (slot r of the workgroup), plus its bias, then out (or
+// kept for rope_store).
+void finish_row(uint k, uint r, uint o, uint part, float s) {
+    if (((p.has_bias >> part) & 1u) != 0u) s += part_bias(part).v[o];
     if (ROPE != 0u)
         fin[k * ROWS + r] = s;
     else
-        y.v[k * n_out + o] = s;
-}
-
-// Row g of the launch (the parts' rows one after the other) as a row of `part`; past the end:
-// the last part's last row (read, never written).
-uint locate(uint g, out uint part) {
-    part = 0u;
-    uint n = p.n_out;
-    if (PARTS > 1u && g >= n) {
-        g -= n;
-        part = 1u;
-        n = p.n_out1;
-        if (PARTS > 2u && g >= n) {
-            g -= n;
-            part = 2u;
-            n = p.n_out2;
-        }
-    }
-    return min(g, n - 1u);
+        part_y(part).v[k * part_rows(part) + o] = s;
 }
 
 // SHARE: the workgroup's WG invocations take items tid, tid + WG, ... of all its ROWS rows
@@ -361,14 +387,13 @@ void main_share() {
     const uint total = p.n_out + (PARTS > 1u ? p.n_out1 : 0u) + (PARTS > 2u ? p.n_out2 : 0u);
     uint part0;
     const uint base = locate(first, part0);  // ROPE: parts are whole workgroups
+    // Slot r's row; past the launch's rows the last part's last row (read, never written).
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         uint part;
         uint o = locate(first + r, part);
         if (ROPE != 0u && part < 2u) o = rope_row(base + r);
-        sh_w[r] = p.w;
-        if (part == 1u) sh_w[r] = p.w1;
-        if (part == 2u) sh_w[r] = p.w2;
-        sh_ro[r] = o * p.row_bytes;
+        sh_w[r] = part_w(part);
+        sh_ro[r] = min(o, part_rows(part) - 1u) * p.row_bytes;
     }
     [[unroll]] for (uint i = 0u; i < ROWS * TOK; ++i) sh_acc[i] = 0.0;
     const uint n_items = items_per_row();
@@ -395,12 +420,7 @@ void main_share() {
         uint part;
         uint o = locate(first + r, part);
         if (ROPE != 0u && part < 2u) o = rope_row(base + r);
-        if (part == 0u)
-            finish_row(k, r, o, p.n_out, 0u, p.y, p.bias, s);
-        else if (part == 1u)
-            finish_row(k, r, o, p.n_out1, 1u, p.y1, p.bias1, s);
-        else
-            finish_row(k, r, o, p.n_out2, 2u, p.y2, p.bias2, s);
+        finish_row(k, r, o, part, s);
     }
     if (ROPE != 0u) rope_store(tid, nt, part0, base, first < total);
 }
@@ -411,26 +431,10 @@ void main() {
         return;
     }
     const uint tid = gl_LocalInvocationID.x, r = tid / TPR, lane = tid % TPR;
-    uint o = (gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u) * ROWS + r;
-    uint n_out = p.n_out, part = 0u;
-    Uints w = p.w;
-    Floats y = p.y, bias = p.bias;
-    if (PARTS > 1u && o >= n_out) {
-        o -= n_out;
-        n_out = p.n_out1;
-        w = p.w1;
-        y = p.y1;
-        bias = p.bias1;
-        part = 1u;
-        if (PARTS > 2u && o >= n_out) {
-            o -= n_out;
-            n_out = p.n_out2;
-            w = p.w2;
-            y = p.y2;
-            bias = p.bias2;
-            part = 2u;
-        }
-    }
+    uint part;
+    uint o = locate((gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u) * ROWS + r, part);
+    const uint n_out = part_rows(part);
+    Uints w = part_w(part);
     const uint base = o - r;  // the workgroup's first index in its part
     if (ROPE != 0u && part < 2u && o < n_out) o = rope_row(o);
     const uint nt = min(TOK, p.n_tok);
@@ -459,7 +463,7 @@ void main() {
         for (uint k = lane; k < nt && live; k += TPR) {
             float s = 0.0;
             for (uint j = 0u; j < per_row; ++j) s += red[k * WG + r * per_row + j];
-            finish_row(k, r, o, n_out, part, y, bias, s);
+            finish_row(k, r, o, part, s);
         }
     } else {
         [[unroll]] for (uint k = 0u; k < TOK; ++k) red[k * WG + tid] = acc[k];
@@ -470,7 +474,7 @@ void main() {
             barrier();
         }
         for (uint k = lane; k < nt && live; k += TPR)
-            finish_row(k, r, o, n_out, part, y, bias, red[k * WG + r * TPR]);
+            finish_row(k, r, o, part, red[k * WG + r * TPR]);
     }
     if (ROPE != 0u) rope_store(tid, nt, part, base, live);
 }
