@@ -48,6 +48,8 @@ struct Q8Parts {
     int64_t n_out[kQ8MaxParts];
     int n;
     Q8Rope rope;
+    Q8Norm norm;  // ss non-null: the input is a norm's unnormalised x * w
+                  // (launch_matvec_q8_resid_norm)
 };
 
 __host__ __device__ inline int64_t parts_rows(const Q8Parts& parts) {
@@ -84,6 +86,46 @@ __device__ inline void rope_cache_put(const Q8Rope& r, void* cache, int64_t widt
         static_cast<float*>(cache)[at] = v;
 }
 
+// One token's q8 activations of the launch (tokens past n_tok read token 0: loads without a
+// condition, results not written).
+template <int TM>
+__device__ inline void token_acts(const int8_t* xq, const float2* xds, int n_in, int n_tok,
+                                  Act (&x)[TM]) {
+#pragma unroll
+    for (int t = 0; t < TM; ++t) {
+        const int tt = t < n_tok ? t : 0;
+        x[t].q = reinterpret_cast<const int4*>(xq + int64_t(tt) * n_in);
+        x[t].ds = xds + int64_t(tt) * (n_in / kQ8Block);
+    }
+}
+
+// acc[r][t] = this thread's share (items tid, tid + 128, ...) of row r's dot with token t: an
+// item's activations are loaded once per token and meet the R rows' weights.
+template <DType T, int TM, int R>
+__device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM], int n_in,
+                                int tid, float (&acc)[R][TM]) {
+    using D = Q8Dot<T>;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < TM; ++t) acc[r][t] = 0.0f;
+    const int n_items = n_in / D::kWeights * D::kItems;
+    // Two items per trip: the second item's loads issue before the first one's dots wait.
+#pragma unroll 2
+    for (int it = tid; it < n_items; it += kQ8Threads) {
+        const int b = it / D::kItems, k = it % D::kItems;
+        typename D::A a[TM];
+#pragma unroll
+        for (int t = 0; t < TM; ++t) a[t] = D::acts(x[t], b, k);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const typename D::W w = D::weights(wr[r], b, k);
+#pragma unroll
+            for (int t = 0; t < TM; ++t) acc[r][t] += D::dot(w, a[t]);
+        }
+    }
+}
+
 // Row g of the launch (rows run over the parts one after the other) as part p and row r in it;
 // a row past the end is the last part's last row (read, never written: every thread reaches
 // the barrier). Selects, not a dynamic index (which would copy the parameter arrays to local
@@ -111,12 +153,11 @@ __device__ inline void slot_row(const Q8Parts& parts, int64_t first, int64_t blk
 // double-precision angles itself, before launch_rope_table, that took every launch's kernel
 // from 40 to 56 registers, 12 to 9 blocks per SM: 8B gate + up 25.1 -> 20.1 us at 2 rows per
 // block on an H200, docs/hip.md).
-template <uint32_t TypeId, int TM, int R, bool Rope>
+template <uint32_t TypeId, int TM, int R, bool Rope, bool Norm>
 __global__ void __launch_bounds__(kQ8Threads)
     k_matvec_q8(Q8Parts parts, int64_t row_stride, int n_in, const int8_t* __restrict__ xq,
                 const float2* __restrict__ xds, int n_tok) {
     constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
-    using D = Q8Dot<T>;
     constexpr int kGroups = kQ8Threads / kLaneGroup;
     __shared__ float part[kGroups][R * TM];
     const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;
@@ -134,34 +175,21 @@ __global__ void __launch_bounds__(kQ8Threads)
         slot_row<rope, R>(parts, first, blk, r, p, row);
         wr[r] = (p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2]) + row * row_stride;
     }
-    // Tokens past n_tok read token 0 (loads without a condition) and are not written.
     Act x[TM];
+    token_acts(xq, xds, n_in, n_tok, x);
+    // Norm: this thread's share of each token's sum of squares (parts.norm.ss), loaded now so
+    // the epilogue does not wait on another trip.
+    float nss[Norm ? TM : 1] = {};
+    if constexpr (Norm) {
+        const int n_ss = n_in / kQ8Block;
 #pragma unroll
-    for (int t = 0; t < TM; ++t) {
-        const int tt = t < n_tok ? t : 0;
-        x[t].q = reinterpret_cast<const int4*>(xq + int64_t(tt) * n_in);
-        x[t].ds = xds + int64_t(tt) * (n_in / kQ8Block);
-    }
-    float acc[R][TM];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int t = 0; t < TM; ++t) acc[r][t] = 0.0f;
-    const int n_items = n_in / D::kWeights * D::kItems;
-    // Two items per trip: the second item's loads issue before the first one's dots wait.
-#pragma unroll 2
-    for (int it = int(threadIdx.x); it < n_items; it += kQ8Threads) {
-        const int b = it / D::kItems, k = it % D::kItems;
-        typename D::A a[TM];
-#pragma unroll
-        for (int t = 0; t < TM; ++t) a[t] = D::acts(x[t], b, k);
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const typename D::W w = D::weights(wr[r], b, k);
-#pragma unroll
-            for (int t = 0; t < TM; ++t) acc[r][t] += D::dot(w, a[t]);
+        for (int t = 0; t < TM; ++t) {
+            const float* ss = parts.norm.ss + int64_t(t < n_tok ? t : 0) * n_ss;
+            for (int i = int(threadIdx.x); i < n_ss; i += kQ8Threads) nss[t] += ss[i];
         }
     }
+    float acc[R][TM];
+    rows_dot<T, TM, R>(wr, x, n_in, int(threadIdx.x), acc);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -169,6 +197,14 @@ __global__ void __launch_bounds__(kQ8Threads)
             const float v = group_sum(acc[r][t]);
             if (lane == 0) part[g][r * TM + t] = v;
         }
+    __shared__ float norm_part[kGroups][Norm ? TM : 1];
+    if constexpr (Norm) {
+#pragma unroll
+        for (int t = 0; t < TM; ++t) {
+            const float v = group_sum(nss[t]);
+            if (lane == 0) norm_part[g][t] = v;
+        }
+    }
     __syncthreads();
     // Thread r * TM + t writes row slot r, token t.
     const int q = int(threadIdx.x), r = q / TM, t = q % TM;
@@ -179,9 +215,18 @@ __global__ void __launch_bounds__(kQ8Threads)
     const float* bias = p == 0 ? parts.bias[0] : p == 1 ? parts.bias[1] : parts.bias[2];
     float* out = p == 0 ? parts.out[0] : p == 1 ? parts.out[1] : parts.out[2];
     const int64_t n_out = p == 0 ? parts.n_out[0] : p == 1 ? parts.n_out[1] : parts.n_out[2];
-    float v = bias ? bias[row] : 0.0f;
+    // Norm: the dot of the unnormalised x * w, times the norm's 1 / rms (a scalar per token).
+    float scale = 1.0f;
+    if constexpr (Norm) {
+        float ss = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kGroups; ++i) ss += norm_part[i][t];
+        scale = rsqrtf(ss / float(n_in) + parts.norm.eps);
+    }
+    float v = 0.0f;
 #pragma unroll
     for (int i = 0; i < kGroups; ++i) v += part[i][q];
+    v = v * scale + (bias ? bias[row] : 0.0f);
     if constexpr (!rope) {
         out[int64_t(t) * n_out + row] = v;
         return;
@@ -190,9 +235,10 @@ __global__ void __launch_bounds__(kQ8Threads)
         const int m = R / 2;
         const int ps = parts.rope.neox ? (r < m ? r + m : r - m) : r ^ 1;
         const int64_t prow = rope_row(parts.rope, blk, ps, R);
-        float pv = bias ? bias[prow] : 0.0f;
+        float pv = 0.0f;
 #pragma unroll
         for (int i = 0; i < kGroups; ++i) pv += part[i][ps * TM + t];
+        pv = pv * scale + (bias ? bias[prow] : 0.0f);
         v = rope_value(parts.rope, row, t, v, pv);
     }
     if (p == 0)
@@ -200,6 +246,68 @@ __global__ void __launch_bounds__(kQ8Threads)
     else
         rope_cache_put(parts.rope, p == 1 ? parts.rope.k_cache : parts.rope.v_cache, n_out, t, row,
                        v);
+}
+
+constexpr int kResidRows = kQ8Block;  // rows per block of k_matvec_q8_resid_norm
+constexpr int kResidR = 4;            // rows per 128-thread group in it
+constexpr int kResidThreads = kResidRows / kResidR * kQ8Threads;  // 1024
+
+struct ResidNormOut {
+    const float* bias;   // [n_out] or null
+    const float* resid;  // [n_tok, n_out]
+    float* sum;          // [n_tok, n_out]
+    const float* nw;     // the norm's weights [n_out] or null
+    int8_t* qs;          // q8 values of sum * nw [n_tok, n_out] (hip_q8_layout.h)
+    float2* ds;          // their (d, s) [n_tok, n_out / 32]
+    float* ss;           // sums of squares of sum [n_tok, n_out / 32]
+};
+
+// Block b: output rows 32b..32b+31, a whole q8 block, so the block can quantise the norm's input
+// itself. Its eight groups of 128 threads run k_matvec_q8's loop over 4 rows each; then lane
+// group t (token t) holds the block's 32 sums, one per lane, and writes sum, the q8 block of
+// sum * nw and the block's sum of squares (launch_matvec_q8_resid_norm).
+template <uint32_t TypeId, int TM>
+__global__ void __launch_bounds__(kResidThreads)
+    k_matvec_q8_resid_norm(const uint8_t* __restrict__ w, int64_t row_stride, int n_in,
+                           const int8_t* __restrict__ xq, const float2* __restrict__ xds, int n_tok,
+                           int64_t n_out, ResidNormOut o) {
+    constexpr DType T = DType(TypeId);
+    constexpr int R = kResidR, kWarps = kResidThreads / kLaneGroup;
+    __shared__ float part[kWarps][R * TM];
+    const int tid = int(threadIdx.x), gi = tid / kQ8Threads;
+    const int64_t first = int64_t(blockIdx.x) * kResidRows + gi * R;
+    const uint8_t* wr[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) wr[r] = w + (first + r) * row_stride;
+    Act x[TM];
+    token_acts(xq, xds, n_in, n_tok, x);
+    float acc[R][TM];
+    rows_dot<T, TM, R>(wr, x, n_in, tid % kQ8Threads, acc);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int t = 0; t < TM; ++t) {
+            const float v = group_sum(acc[r][t]);
+            if (tid % kLaneGroup == 0) part[tid / kLaneGroup][r * TM + t] = v;
+        }
+    __syncthreads();
+    // Lane group t, lane j: row 32b + j of token t (group j / 4's row j % 4). Whole lane groups
+    // take this branch (the quantiser's shuffles need all 32 lanes).
+    const int t = tid / kLaneGroup, j = tid % kLaneGroup;
+    if (t >= TM) return;
+    constexpr int kGroupWarps = kQ8Threads / kLaneGroup;
+    float v = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kGroupWarps; ++i) v += part[j / R * kGroupWarps + i][(j % R) * TM + t];
+    const int64_t row = int64_t(blockIdx.x) * kResidRows + j;
+    const bool live = t < n_tok;
+    const int64_t at = int64_t(live ? t : 0) * n_out + row;
+    v += (o.bias ? o.bias[row] : 0.0f) + o.resid[at];
+    if (live) o.sum[at] = v;
+    const float ss = group_sum(v * v);
+    if (live && j == 0) o.ss[int64_t(t) * (n_out / kQ8Block) + blockIdx.x] = ss;
+    q8_store_group(v * (o.nw ? o.nw[row] : 1.0f), row, live, o.qs + int64_t(t) * n_out,
+                   o.ds + int64_t(t) * (n_out / kQ8Block));
 }
 
 // Output rows per block of 128 threads: 4, 2 for Q8_0. H200, one 8B-shaped matvec at a time
@@ -215,17 +323,31 @@ int q8_rows_per_block(DType type) {
     return file_type(type) == DType::Q8_0 ? 2 : 4;
 }
 
-template <DType T, int TM, int R>
-void matvec_q8_launch_rows(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
+template <DType T, int TM, int R, bool Norm>
+void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
                            const float2* xds, int n_tok, hipStream_t s) {
     const int64_t rows = parts_rows(parts);
     const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(kQ8Threads);
     if (parts.rope.cs)
-        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, R, true>), grid, block, 0, s, parts, stride,
-                           n_in, xq, xds, n_tok);
-    else
-        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, R, false>), grid, block, 0, s, parts,
+        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, R, true, Norm>), grid, block, 0, s, parts,
                            stride, n_in, xq, xds, n_tok);
+    else
+        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, R, false, Norm>), grid, block, 0, s, parts,
+                           stride, n_in, xq, xds, n_tok);
+}
+
+// The norm's scale only for decode token counts (launch_matvec_q8_resid_norm's), so the longer
+// ones carry no second copy of each kernel.
+template <DType T, int TM, int R>
+void matvec_q8_launch_rows(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
+                           const float2* xds, int n_tok, hipStream_t s) {
+    if constexpr (TM <= kQ8NormMaxTokens) {
+        if (parts.norm.ss) {
+            matvec_q8_launch_norm<T, TM, R, true>(parts, stride, n_in, xq, xds, n_tok, s);
+            return;
+        }
+    }
+    matvec_q8_launch_norm<T, TM, R, false>(parts, stride, n_in, xq, xds, n_tok, s);
 }
 
 template <DType T, int TM>
@@ -241,13 +363,14 @@ void matvec_q8_launch(const Q8Parts& parts, int64_t stride, int n_in, const int8
 
 template <DType T>
 bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_t n_tok,
-                  hipStream_t s, const Q8Rope* rope) {
+                  hipStream_t s, const Q8Rope* rope, const Q8Norm* norm) {
     using D = Q8Dot<T>;
     const auto stride = static_cast<int64_t>(row_bytes(file_type(T), static_cast<uint64_t>(n_in)));
     if (stride % D::kAlign != 0) return false;
     Q8Parts parts{};
     parts.n = n;
     if (rope) parts.rope = *rope;
+    if (norm) parts.norm = *norm;
     for (int i = 0; i < n; ++i) {
         if (reinterpret_cast<uintptr_t>(m[i].w) % D::kAlign != 0) return false;
         parts.w[i] = static_cast<const uint8_t*>(m[i].w);
@@ -268,6 +391,25 @@ bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_
         matvec_q8_launch<T, 4>(parts, stride, ni, xq, xds, nt, rows_per_block, s);
     else
         matvec_q8_launch<T, 8>(parts, stride, ni, xq, xds, nt, rows_per_block, s);
+    return true;
+}
+
+template <DType T>
+bool matvec_q8_resid_norm_as(const void* w, int64_t n_in, int64_t n_out, const void* q8,
+                             int64_t n_tok, const ResidNormOut& o, hipStream_t s) {
+    using D = Q8Dot<T>;
+    const auto stride = static_cast<int64_t>(row_bytes(file_type(T), static_cast<uint64_t>(n_in)));
+    if (stride % D::kAlign != 0 || reinterpret_cast<uintptr_t>(w) % D::kAlign != 0) return false;
+    const auto* xq = static_cast<const int8_t*>(q8);
+    const auto* xds = reinterpret_cast<const float2*>(xq + n_tok * n_in);
+    const dim3 grid(static_cast<unsigned>(n_out / kResidRows)), block(kResidThreads);
+    const auto* wb = static_cast<const uint8_t*>(w);
+    if (n_tok == 1)
+        hipLaunchKernelGGL((k_matvec_q8_resid_norm<type_id(T), 1>), grid, block, 0, s, wb, stride,
+                           int(n_in), xq, xds, int(n_tok), n_out, o);
+    else
+        hipLaunchKernelGGL((k_matvec_q8_resid_norm<type_id(T), 2>), grid, block, 0, s, wb, stride,
+                           int(n_in), xq, xds, int(n_tok), n_out, o);
     return true;
 }
 
@@ -315,8 +457,9 @@ bool q8_rope_supported(DType type, int64_t head_dim) {
 }
 
 bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, const void* q8,
-                            int64_t n_tok, hipStream_t s, const Q8Rope* rope) {
+                            int64_t n_tok, hipStream_t s, const Q8Rope* rope, const Q8Norm* norm) {
     if (!m || n < 1 || n > kQ8MaxParts || !q8) return false;
+    if (norm && (!norm->ss || n_tok > kQ8NormMaxTokens)) return false;
     if (rope && (n < 2 || !rope->cs || !rope->n_past || !rope->k_cache ||
                  (n == 3 && !rope->v_cache) || !q8_rope_supported(type, rope->head_dim) ||
                  m[0].n_out % rope->head_dim != 0 || m[1].n_out % rope->head_dim != 0))
@@ -330,29 +473,61 @@ bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, 
     if (rows > kMaxGridX) return false;
     bool ok = false;
     if (visit_packed(type, [&](auto P) {
-            ok = matvec_q8_as<decltype(P)::value>(m, n, n_in, q8, n_tok, s, rope);
+            ok = matvec_q8_as<decltype(P)::value>(m, n, n_in, q8, n_tok, s, rope, norm);
         }))
         return ok;
     switch (type) {
         case DType::Q4_0:
-            return matvec_q8_as<DType::Q4_0>(m, n, n_in, q8, n_tok, s, rope);
+            return matvec_q8_as<DType::Q4_0>(m, n, n_in, q8, n_tok, s, rope, norm);
         case DType::Q8_0:
-            return matvec_q8_as<DType::Q8_0>(m, n, n_in, q8, n_tok, s, rope);
+            return matvec_q8_as<DType::Q8_0>(m, n, n_in, q8, n_tok, s, rope, norm);
         case DType::Q4_K:
-            return matvec_q8_as<DType::Q4_K>(m, n, n_in, q8, n_tok, s, rope);
+            return matvec_q8_as<DType::Q4_K>(m, n, n_in, q8, n_tok, s, rope, norm);
         case DType::Q5_K:
-            return matvec_q8_as<DType::Q5_K>(m, n, n_in, q8, n_tok, s, rope);
+            return matvec_q8_as<DType::Q5_K>(m, n, n_in, q8, n_tok, s, rope, norm);
         case DType::Q6_K:
-            return matvec_q8_as<DType::Q6_K>(m, n, n_in, q8, n_tok, s, rope);
+            return matvec_q8_as<DType::Q6_K>(m, n, n_in, q8, n_tok, s, rope, norm);
         default:
             return false;
     }
 }
 
 bool launch_matvec_q8(DType type, const void* w, int64_t n_in, int64_t n_out, const void* q8,
-                      int64_t n_tok, const float* bias, float* out, hipStream_t s) {
+                      int64_t n_tok, const float* bias, float* out, hipStream_t s,
+                      const Q8Norm* norm) {
     const Q8Matrix m{w, n_out, bias, out};
-    return launch_matvec_q8_parts(type, &m, 1, n_in, q8, n_tok, s);
+    return launch_matvec_q8_parts(type, &m, 1, n_in, q8, n_tok, s, nullptr, norm);
+}
+
+bool launch_matvec_q8_resid_norm(DType type, const void* w, int64_t n_in, int64_t n_out,
+                                 const void* q8, int64_t n_tok, const float* bias,
+                                 const float* resid, float* sum, const float* nw, void* q8_out,
+                                 float* ss, hipStream_t s) {
+    if (!w || !q8 || !resid || !sum || !q8_out || !ss || n_tok < 1 || n_tok > kQ8NormMaxTokens ||
+        n_out % kQ8LayoutGroup != 0 || !q8_matvec_supported(type, n_in, n_out, n_tok))
+        return false;
+    auto* qs = static_cast<int8_t*>(q8_out);
+    const ResidNormOut o{bias, resid, sum, nw, qs, reinterpret_cast<float2*>(qs + n_tok * n_out),
+                         ss};
+    bool ok = false;
+    if (visit_packed(type, [&](auto P) {
+            ok = matvec_q8_resid_norm_as<decltype(P)::value>(w, n_in, n_out, q8, n_tok, o, s);
+        }))
+        return ok;
+    switch (type) {
+        case DType::Q4_0:
+            return matvec_q8_resid_norm_as<DType::Q4_0>(w, n_in, n_out, q8, n_tok, o, s);
+        case DType::Q8_0:
+            return matvec_q8_resid_norm_as<DType::Q8_0>(w, n_in, n_out, q8, n_tok, o, s);
+        case DType::Q4_K:
+            return matvec_q8_resid_norm_as<DType::Q4_K>(w, n_in, n_out, q8, n_tok, o, s);
+        case DType::Q5_K:
+            return matvec_q8_resid_norm_as<DType::Q5_K>(w, n_in, n_out, q8, n_tok, o, s);
+        case DType::Q6_K:
+            return matvec_q8_resid_norm_as<DType::Q6_K>(w, n_in, n_out, q8, n_tok, o, s);
+        default:
+            return false;
+    }
 }
 
 }  // namespace tandem::hip

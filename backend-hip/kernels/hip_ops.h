@@ -57,8 +57,18 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
 bool q8_matvec_supported(DType type, int64_t n_in, int64_t n_out, int64_t n_tok);
 uint64_t q8_act_bytes(int64_t n_in, int64_t n_tok);
 void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, hipStream_t s);
+// An RMSNorm the matvec applies to its own input, where launch_matvec_q8_resid_norm left the
+// input: the q8 activations then hold the norm's x * w (not yet divided by rms(x)) and ss the
+// sums of squares of x per 32 values [n_tok, n_in / 32]; each output is the dot times
+// 1 / sqrt(sum(ss) / n_in + eps), then the bias. n_tok <= kQ8NormMaxTokens.
+struct Q8Norm {
+    const float* ss = nullptr;
+    float eps = 0.0f;
+};
+inline constexpr int64_t kQ8NormMaxTokens = 2;
 bool launch_matvec_q8(DType type, const void* w, int64_t n_in, int64_t n_out, const void* q8,
-                      int64_t n_tok, const float* bias, float* out, hipStream_t s);
+                      int64_t n_tok, const float* bias, float* out, hipStream_t s,
+                      const Q8Norm* norm = nullptr);
 // One matrix of launch_matvec_q8_parts: weights [n_out, n_in] of the common type, bias or null.
 struct Q8Matrix {
     const void* w;
@@ -87,7 +97,19 @@ struct Q8Rope {
 // block must be whole rotation pairs of one head).
 bool q8_rope_supported(DType type, int64_t head_dim);
 bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, const void* q8,
-                            int64_t n_tok, hipStream_t s, const Q8Rope* rope = nullptr);
+                            int64_t n_tok, hipStream_t s, const Q8Rope* rope = nullptr,
+                            const Q8Norm* norm = nullptr);
+// The matvec whose output the residual stream adds and the next RMSNorm reads (the output and
+// down projections, n_tok <= kQ8NormMaxTokens): sum = resid + W x (+ bias) [n_tok, n_out], and
+// for the norm (weights nw, or null) the q8 activations of sum * nw in q8_out and the sums of
+// squares of sum per 32 values in ss [n_tok, n_out / 32]: what a matvec with Q8Norm reads in
+// place of the norm's output, so the norm needs no launch of its own. A block of 1024 threads
+// takes 32 rows (a whole q8 block of the output). n_out a multiple of 256; sum may be resid;
+// false, enqueueing nothing, where it does not apply.
+bool launch_matvec_q8_resid_norm(DType type, const void* w, int64_t n_in, int64_t n_out,
+                                 const void* q8, int64_t n_tok, const float* bias,
+                                 const float* resid, float* sum, const float* nw, void* q8_out,
+                                 float* ss, hipStream_t s);
 // RMSNorm of whole rows (x [rows, cols], rows <= kMatvecMaxTokens, cols a multiple of 32) that
 // also leaves the output's q8 activations in q8 (q8_act_bytes(cols, rows)), as
 // launch_quantize_q8 would; false, enqueueing nothing, for shapes/alignments it does not take.

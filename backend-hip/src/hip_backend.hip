@@ -63,6 +63,7 @@ class HipBackend final : public Backend {
             clock_khz_ = 2000000;
         q8_enabled_ = env_switch("TANDEM_HIP_Q8", 1) != 0;
         qkv_rope_ = env_switch("TANDEM_HIP_QKV_ROPE", 1) != 0;
+        norm_fuse_ = env_switch("TANDEM_HIP_NORM_FUSE", 1) != 0;
         repack_ = env_switch("TANDEM_HIP_REPACK", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
     }
@@ -150,7 +151,8 @@ class HipBackend final : public Backend {
     // Staging, step io, MoE hidden rows. (No `override`: the base declares these in newer
     // revisions of backend.h; -Wno-inconsistent-missing-override keeps both building.)
     virtual uint64_t other_bytes() const {
-        return io_dev_.size() + moe_scratch_.size() + attn_scratch_.size() + q8_scratch_.size();
+        return io_dev_.size() + moe_scratch_.size() + attn_scratch_.size() + q8_scratch_.size() +
+               q8_alt_.size() + norm_ss_.size();
     }
     // Bytes/s read + written by one large device-to-device copy (hipMemcpy D2D, 1 GiB or a
     // quarter of the free memory), measured once: decode's yardstick.
@@ -203,6 +205,22 @@ class HipBackend final : public Backend {
     size_t run_add_norm(const Graph& g, size_t at);
     // Nodes at, at + 1: a Rope and the KvStore of its output as one launch; 2, or 0.
     size_t run_rope_store(const Graph& g, size_t at);
+    // Nodes at..: a q8 matvec, (its one-rank AllReduce,) the residual Add of its output and the
+    // RMSNorm of that sum over whole rows, read next by a q8 matvec: one launch
+    // (launch_matvec_q8_resid_norm) writes the sum and leaves the norm to the matvecs reading
+    // it (pending_). Returns the nodes run, 0: not applicable.
+    size_t run_matvec_resid_norm(const Graph& g, size_t at);
+    // The pending norm's output written after all (a reader other than a q8 matvec); clears it.
+    void materialise_norm();
+    void set_q8_src(const float* x, int64_t rows, int64_t cols) {
+        q8_src_ = x, q8_rows_ = rows, q8_cols_ = cols;
+        q8_alt_in_ = false;
+    }
+    // What a q8 matvec of q8_src_ reads: its activations, and the norm it applies (or null).
+    const void* q8_in() const { return q8_alt_in_ ? q8_alt_.data() : q8_scratch_.data(); }
+    const Q8Norm* q8_norm() const {
+        return pending_.y && q8_alt_in_ && q8_src_ == pending_.y ? &pending_.q8 : nullptr;
+    }
     std::string profile_key(const Graph& g, const Node& n, bool decode) const;
     bool q8_for_next_matmul(const Graph& g, const Node& n) const;
     void check_node(const Graph& g, const Node& n) const;
@@ -235,6 +253,24 @@ class HipBackend final : public Backend {
     // one input (q/k/v, gate/up) quantise it once; any other node forgets it.
     const float* q8_src_ = nullptr;
     int64_t q8_rows_ = 0, q8_cols_ = 0;
+    // An RMSNorm folded into the matvec before it (run_matvec_resid_norm): its output y is not
+    // written; q8_alt_ holds the q8 activations of x * w and norm_ss_ the sums of squares of x,
+    // which the q8 matvecs reading y take (q8_norm). Anything else reading y while it is live
+    // (nodes up to `last`) has it written first (materialise_norm).
+    struct PendingNorm {
+        float* y = nullptr;
+        TensorId id = kNoTensor;
+        size_t last = 0;
+        const float* x = nullptr;
+        const float* w = nullptr;
+        int64_t cols = 0, rows = 0;
+        Q8Norm q8;
+    };
+    PendingNorm pending_;
+    DeviceBuffer q8_alt_;     // the q8 activations run_matvec_resid_norm leaves
+    DeviceBuffer norm_ss_;    // and its sums of squares [rows, cols / 32]
+    bool q8_alt_in_ = false;  // q8_src_'s activations are in q8_alt_ (else q8_scratch_)
+    bool norm_fuse_ = true;   // TANDEM_HIP_NORM_FUSE=0: norms launch on their own
     bool q8_enabled_ = true;
     bool qkv_rope_ = true;  // q/k/v's launch ropes and stores (TANDEM_HIP_QKV_ROPE=0: off)
     // Nodes already enqueued with an earlier one out of order (the ropes and K store of a q + k
@@ -444,6 +480,7 @@ void HipBackend::enqueue_step(const Graph& g) {
     check(hipMemcpyAsync(io_dev_.data(), pinned, in_end_, hipMemcpyHostToDevice, stream_),
           "copying step inputs");
     q8_src_ = nullptr;
+    pending_ = {};
     rope_keys_.clear();
     enqueued_.assign(g.nodes().size(), false);
     if (profile_.on()) {
@@ -675,8 +712,10 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     if (attn_floats * sizeof(float) > attn_scratch_.size())
         attn_scratch_ = DeviceBuffer(attn_floats * sizeof(float));
     if (q8_bytes > q8_scratch_.size()) {
-        drop_graphs();  // captured steps point at the old buffer
+        drop_graphs();  // captured steps point at the old buffers
         q8_scratch_ = DeviceBuffer(q8_bytes);
+        q8_alt_ = DeviceBuffer(q8_bytes);
+        norm_ss_ = DeviceBuffer(q8_bytes / 8);  // a float per 32 int8 values
     }
     if (q8_bytes && !rope_tables_.size())  // once: captured steps point at it
         rope_tables_ = DeviceBuffer(uint64_t(kRopeTables * kRopeTableSlot) * sizeof(float2));
@@ -755,10 +794,20 @@ bool HipBackend::q8_for_next_matmul(const Graph& g, const Node& n) const {
 
 size_t HipBackend::run_at(const Graph& g, size_t at) {
     if (enqueued_[at]) return 1;  // enqueued with an earlier node (a q + k group's ropes)
-    // A node other than a matmul may write what q8_scratch_ was quantised from.
-    if (g.nodes()[at].op != Op::MatMul) q8_src_ = nullptr;
-    if (size_t k = run_add_norm(g, at);
-        k || (k = run_rope_store(g, at)) || (k = run_matvec_group(g, at)))
+    const Node& n = g.nodes()[at];
+    if (pending_.y && at > pending_.last) {  // its output is read no more
+        if (q8_src_ == pending_.y) q8_src_ = nullptr;
+        pending_ = {};
+    }
+    if (n.op != Op::MatMul) {
+        // A node other than a matmul may write what q8_scratch_ was quantised from.
+        q8_src_ = nullptr;
+        if (pending_.y && std::find(n.src.begin(), n.src.end(), pending_.id) != n.src.end())
+            materialise_norm();
+    }
+    if (size_t k = run_add_norm(g, at); k || (k = run_rope_store(g, at)) ||
+                                        (k = run_matvec_resid_norm(g, at)) ||
+                                        (k = run_matvec_group(g, at)))
         return k;
     run_node(g, g.nodes()[at]);
     return 1;
@@ -766,8 +815,9 @@ size_t HipBackend::run_at(const Graph& g, size_t at) {
 
 void HipBackend::quantise_input(const float* x, int64_t rows, int64_t n_in) {
     if (q8_src_ == x && q8_rows_ == rows && q8_cols_ == n_in) return;
+    if (pending_.y == x) materialise_norm();  // its q8 activations are gone: quantise y itself
     launch_quantize_q8(x, n_in, rows, q8_scratch_.data(), stream_);
-    q8_src_ = x, q8_rows_ = rows, q8_cols_ = n_in;
+    set_q8_src(x, rows, n_in);
 }
 
 size_t HipBackend::run_add_norm(const Graph& g, size_t at) {
@@ -792,8 +842,76 @@ size_t HipBackend::run_add_norm(const Graph& g, size_t at) {
     if (!launch_add_rms_norm(a, b, sum, norm.src[1] == kNoTensor ? nullptr : f32(norm.src[1]), cols,
                              rows, norm.f[0], y, q8 ? q8_scratch_.data() : nullptr, stream_))
         return 0;
-    q8_src_ = q8 ? y : nullptr, q8_rows_ = rows, q8_cols_ = cols;
+    set_q8_src(q8 ? y : nullptr, rows, cols);
     return 2;
+}
+
+size_t HipBackend::run_matvec_resid_norm(const Graph& g, size_t at) {
+    const auto& nodes = g.nodes();
+    const Node& mm = nodes[at];
+    if (!norm_fuse_ || !q8_enabled_ || mm.op != Op::MatMul) return 0;
+    size_t j = at + 1;  // the Add, after the matvec's all-reduce (an identity on one rank)
+    if (j < nodes.size() && nodes[j].op == Op::AllReduce && nodes[j].src[0] == mm.out &&
+        nodes[j].out == mm.out && !multi_rank())
+        ++j;
+    if (j + 1 >= nodes.size()) return 0;
+    const Node &add = nodes[j], &norm = nodes[j + 1];
+    if (add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out) return 0;
+    const TensorId resid = add.src[0] == mm.out ? add.src[1] : add.src[0];
+    if ((add.src[0] != mm.out && add.src[1] != mm.out) || resid == mm.out) return 0;
+    const GraphTensor &xt = g.tensor(mm.src[1]), &st = g.tensor(add.out);
+    const int64_t rows = xt.rows(), n_in = xt.cols(), cols = st.cols();
+    const Weight& w = weight_of(g, mm.src[0]);
+    if (rows > kQ8NormMaxTokens || st.rows() != rows || w.desc.ne[0] != n_in ||
+        w.desc.ne[1] != cols || (norm.i[0] > 0 && norm.i[0] != cols) ||
+        g.tensor(norm.out).role != TensorRole::Activation || !q8_for_next_matmul(g, norm) ||
+        q8_scratch_.size() < q8_act_bytes(n_in, rows))
+        return 0;
+    // The matvec's own output is never written: nothing but the add may read it. The norm's
+    // output is written only if something other than a q8 matvec reads it (materialise_norm,
+    // from the sum): the sum must stay as it is while the norm's output is live.
+    size_t last = 0;
+    for (size_t i = j + 2; i < nodes.size(); ++i) {
+        const Node& n = nodes[i];
+        for (TensorId s : n.src) {
+            if (s == mm.out) return 0;
+            if (s == norm.out) last = i;
+        }
+    }
+    for (size_t i = j + 2; i <= last; ++i)
+        if (nodes[i].out == add.out || nodes[i].out == norm.out) return 0;
+    auto f32 = [&](TensorId id) { return reinterpret_cast<float*>(data_of(g, id)); };
+    const float *x = f32(mm.src[1]), *r = f32(resid);
+    float* sum = f32(add.out);
+    const int64_t n = rows * cols;
+    if (sum != r && sum < r + n && r < sum + n) return 0;  // in place or apart
+    if (x == pending_.y) return 0;  // its q8 activations are in q8_alt_, which this launch writes
+    if (pending_.y) materialise_norm();  // one pending norm at a time
+    quantise_input(x, rows, n_in);
+    const float* nw = norm.src[1] == kNoTensor ? nullptr : f32(norm.src[1]);
+    if (!launch_matvec_q8_resid_norm(w.kind, w.dev, n_in, cols, q8_in(), rows,
+                                     mm.src[2] == kNoTensor ? nullptr : f32(mm.src[2]), r, sum, nw,
+                                     q8_alt_.data(), reinterpret_cast<float*>(norm_ss_.data()),
+                                     stream_))
+        return 0;
+    pending_ = PendingNorm{f32(norm.out),
+                           norm.out,
+                           last,
+                           sum,
+                           nw,
+                           cols,
+                           rows,
+                           Q8Norm{reinterpret_cast<const float*>(norm_ss_.data()), norm.f[0]}};
+    set_q8_src(pending_.y, rows, cols);
+    q8_alt_in_ = true;
+    return j + 2 - at;
+}
+
+void HipBackend::materialise_norm() {
+    const PendingNorm p = pending_;
+    pending_ = {};
+    if (q8_src_ == p.y) q8_src_ = nullptr;  // q8_alt_ holds x * w, not the norm's output
+    launch_rms_norm(p.x, p.w, p.cols, p.rows, p.q8.eps, p.y, stream_);
 }
 
 size_t HipBackend::run_rope_store(const Graph& g, size_t at) {
@@ -854,8 +972,8 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
         // reading x: the roped q must not have taken x's memory then.
         if (n == 3 || !over_x(roped[0])) {
             quantise_input(x, rows, n_in);
-            if (launch_matvec_q8_parts(kind, roped, n, n_in, q8_scratch_.data(), rows, stream_,
-                                       &rope)) {
+            if (launch_matvec_q8_parts(kind, roped, n, n_in, q8_in(), rows, stream_, &rope,
+                                       q8_norm())) {
                 if (n == 2) {  // the ropes and the K store are done; v and its store follow
                     enqueued_[at + 3] = enqueued_[at + 4] = enqueued_[at + 5] = true;
                     return 2;
@@ -868,8 +986,9 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
         }
     }
     quantise_input(x, rows, n_in);
-    return launch_matvec_q8_parts(kind, m, n, n_in, q8_scratch_.data(), rows, stream_) ? size_t(n)
-                                                                                       : 0;
+    return launch_matvec_q8_parts(kind, m, n, n_in, q8_in(), rows, stream_, nullptr, q8_norm())
+               ? size_t(n)
+               : 0;
 }
 
 // q, k, v (nodes[at..at+2]) with their ropes and KV stores after them (match_qkv_rope): the
@@ -945,7 +1064,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             if (q8_for_next_matmul(g, n) &&
                 launch_gated_q8(n.i[0], f32(n.src[0]), f32(n.src[1]), out.cols(), out.rows(), y,
                                 q8_scratch_.data(), stream_)) {
-                q8_src_ = y, q8_rows_ = out.rows(), q8_cols_ = out.cols();
+                set_q8_src(y, out.rows(), out.cols());
                 break;
             }
             launch_gated(n.i[0], f32(n.src[0]), f32(n.src[1]), ne, y, stream_);
@@ -956,7 +1075,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
                 // The norm also leaves its output's q8 activations for the matmuls after it.
                 if (launch_rms_norm_q8(f32(n.src[0]), opt_f32(n.src[1]), out.cols(), out.rows(),
                                        n.f[0], y, q8_scratch_.data(), stream_)) {
-                    q8_src_ = y, q8_rows_ = out.rows(), q8_cols_ = out.cols();
+                    set_q8_src(y, out.rows(), out.cols());
                     break;
                 }
             }
@@ -978,13 +1097,14 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             if (q8_enabled_ && q8_scratch_.size() >= q8_act_bytes(n_in, rows) &&
                 q8_matvec_supported(w.kind, n_in, w.desc.ne[1], rows)) {
                 quantise_input(x, rows, n_in);
-                if (launch_matvec_q8(w.kind, w.dev, n_in, w.desc.ne[1], q8_scratch_.data(), rows,
-                                     opt_f32(n.src[2]), y, stream_)) {
+                if (launch_matvec_q8(w.kind, w.dev, n_in, w.desc.ne[1], q8_in(), rows,
+                                     opt_f32(n.src[2]), y, stream_, q8_norm())) {
                     // An output over the input would make the quantised copy stale.
                     if (y < x + rows * n_in && x < y + ne) q8_src_ = nullptr;
                     break;
                 }
             }
+            if (pending_.y == x) materialise_norm();  // the f32 kernel reads the norm's output
             launch_mat_mul(w.kind, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
                            g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_);
             break;
@@ -1012,7 +1132,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
                                  reinterpret_cast<float*>(attn_scratch_.data()),
                                  attn_scratch_.size() / sizeof(float), y, stream_,
                                  q8 ? q8_scratch_.data() : nullptr))
-                q8_src_ = y, q8_rows_ = out.rows(), q8_cols_ = out.cols();
+                set_q8_src(y, out.rows(), out.cols());
             break;
         }
         case Op::MoeRoute:

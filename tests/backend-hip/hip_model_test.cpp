@@ -131,5 +131,17 @@ TEST(HipModelsFused, QkvRopeFusionMatchesUnfusedSteps) {
     expect_switch_changes_no_logits("hip", "TANDEM_HIP_QKV_ROPE");
 }
 
+// The same models with each layer's RMSNorms folded into the matvecs around them (the output and
+// down projections leave the sum and its q8 activations, q/k/v, gate/up and the LM head apply
+// 1 / rms; hidden size 256) against the norms run on their own (TANDEM_HIP_NORM_FUSE=0): the
+// two round differently (the norm's scale after the dot, not before the int8 rounding), so the
+// logits agree only to the int8 roundings' spread; a lost or doubled norm scale moves them by
+// far more. The exact check of the fused launches: HipSpeedPaths.MatvecAddNorm*.
+TEST(HipModelsFused, NormFoldedIntoMatvecsMatchesNormsApart) {
+    TANDEM_HIP_OR_SKIP(probe);
+    probe.reset();
+    expect_switch_changes_no_logits("hip", "TANDEM_HIP_NORM_FUSE", 5e-2);
+}
+
 }  // namespace
 }  // namespace tandem::test

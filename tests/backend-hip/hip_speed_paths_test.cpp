@@ -319,6 +319,25 @@ TEST(HipSpeedPaths, AddThenRmsNormFused) {
     expect_add_then_rms_norm(*hip);
 }
 
+// The output / down projection, the residual add and the next RMSNorm: one launch leaves the
+// sum and the q8 activations of sum * w, and the matvecs reading the norm apply its 1 / rms
+// (decode: 1-2 tokens, rows of a multiple of 256); elsewhere the norm runs on its own. Also the
+// norm's output written after all when a node other than a matvec reads it.
+TEST(HipSpeedPaths, MatvecAddNormFoldedIntoTheMatvecsAfterIt) {
+    TANDEM_HIP_OR_SKIP(hip);
+    const auto folds = [](int64_t cols, int64_t T) {
+        return cols % hip::kQ8LayoutGroup == 0 && T <= 2;  // hip::kQ8NormMaxTokens
+    };
+    expect_matvec_add_norm_matvecs(*hip,
+                                   {{512, 256, 1, DType::Q4_0, DType::Q4_0, true, false, false},
+                                    {1024, 512, 2, DType::Q4_K, DType::Q6_K, true, true, false},
+                                    {256, 768, 1, DType::Q8_0, DType::Q5_K, false, false, true},
+                                    {14336, 4096, 1, DType::Q6_K, DType::Q4_K, true, false, false},
+                                    {512, 256, 3, DType::Q4_0, DType::Q8_0, true, false, false},
+                                    {512, 288, 1, DType::Q4_0, DType::Q4_0, true, true, true}},
+                                   folds);
+}
+
 TEST(HipSpeedPaths, GatedActQuantisesForTheMatmulAfterIt) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_gated_act_quantises_for_the_matmul_after_it(*hip, hip::kQ8LayoutGroup);

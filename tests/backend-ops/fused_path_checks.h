@@ -205,6 +205,89 @@ inline void expect_add_then_rms_norm(Backend& b) {
     }
 }
 
+struct MatvecNormCase {
+    int64_t n_in, cols, tokens;
+    DType first, next;      // the weight types of the matvec before the norm and after it
+    bool all_reduce, bias;  // an all-reduce node (one rank) after the first matvec; a bias on it
+    bool other_reader;      // a node other than a matmul reads the norm's output too
+};
+
+// A matvec whose output the residual stream adds, then the RMSNorm of that sum read by matvecs
+// (the output or down projection, then q/k/v, gate/up or the LM head). A backend may fold the
+// norm into the matvecs (one launch writes the sum and the q8 activations of sum * w, the
+// readers scale their dots by 1 / rms): folds(cols, tokens) says where it does, and then the
+// readers must equal that path's own rounding; elsewhere the plain path's (the q8 rounding of
+// the norm's output). Both references are rebuilt here from the sum the backend returns, so
+// either is exact to float rounding. The sum and (other_reader) the norm's output against double
+// references.
+template <class Folds>
+void expect_matvec_add_norm_matvecs(Backend& b, const std::vector<MatvecNormCase>& cases,
+                                    Folds folds) {
+    for (const MatvecNormCase& c : cases) {
+        const int64_t T = c.tokens, cols = c.cols;
+        const uint32_t seed = uint32_t(c.n_in + cols + T);
+        auto x = random_floats(size_t(c.n_in * T), seed, -2, 2);
+        auto resid = random_floats(size_t(cols * T), seed + 1, -3, 3);
+        QuantWeight wo(c.first, {c.n_in, cols, 1}, seed + 2), bo(DType::F32, {cols, 1, 1}, 7);
+        QuantWeight nw(DType::F32, {cols, 1, 1}, seed + 3);
+        QuantWeight wq(c.next, {cols, 64, 1}, seed + 4), wk(c.next, {cols, 32, 1}, seed + 5);
+        QuantWeight bk(DType::F32, {32, 1, 1}, seed + 6);
+        OpGraph g;
+        std::vector<float> q, k, sum, normed;
+        const TensorId o = g.g.activation("o", cols, T), s = g.g.activation("resid", cols, T);
+        const TensorId n = g.g.activation("normed", cols, T);
+        g.node(
+            Op::MatMul, o,
+            {g.weight(b, wo), g.input(x.data(), c.n_in, T), c.bias ? g.weight(b, bo) : kNoTensor});
+        if (c.all_reduce) g.node(Op::AllReduce, o, {o});
+        g.node(Op::Add, s, {g.input(resid.data(), cols, T), o});
+        g.node(Op::RmsNorm, n, {s, g.weight(b, nw)}, {0, 0, 0, 0}, {1e-5f, 0});
+        g.node(Op::MatMul, g.output(q, 64, T), {g.weight(b, wq), n});
+        g.node(Op::MatMul, g.output(k, 32, T), {g.weight(b, wk), n, g.weight(b, bk)});
+        if (c.other_reader) g.node(Op::Copy, g.output(normed, cols, T), {n});
+        g.node(Op::Copy, g.output(sum, cols, T), {s});
+        g.run(b);
+
+        const std::string what = "matvec+add+norm " + std::string(dtype_name(c.first)) + " -> " +
+                                 std::string(dtype_name(c.next)) + " " + std::to_string(c.n_in) +
+                                 " -> " + std::to_string(cols) + " T=" + std::to_string(T);
+        auto sum_ref = ref_matmul(wo, q8_activations(x), T, c.bias ? &bo.values : nullptr);
+        for (size_t i = 0; i < sum_ref.size(); ++i) sum_ref[i] += resid[i];
+        EXPECT_LT(reported_nmse(what + " sum", sum, sum_ref), 1e-10) << what;
+        // From the returned sum: the norm (double), the folded path's input (sum * w in float)
+        // and its scales, the plain path's input (the norm in float).
+        const auto norm_ref = ref_rms_norm(sum, nw.values, cols, T);
+        std::vector<float> sw(sum.size()), nf(sum.size());
+        std::vector<double> inv(static_cast<size_t>(T));
+        for (int64_t t = 0; t < T; ++t) {
+            double ss = 0;
+            for (int64_t i = 0; i < cols; ++i) ss += double(sum[t * cols + i]) * sum[t * cols + i];
+            inv[t] = 1.0 / std::sqrt(ss / double(cols) + 1e-5);
+        }
+        for (size_t i = 0; i < sum.size(); ++i) {
+            sw[i] = sum[i] * nw.values[i % size_t(cols)];
+            nf[i] = float(norm_ref[i]);
+        }
+        const bool folded = folds(cols, T);
+        auto reference = [&](const QuantWeight& w, const std::vector<float>* bias) {
+            if (!folded) return ref_matmul(w, q8_activations(nf), T, bias);
+            auto y = ref_matmul(w, q8_activations(sw), T);
+            const int64_t n_out = w.ne[1];
+            for (int64_t t = 0; t < T; ++t)
+                for (int64_t r = 0; r < n_out; ++r)
+                    y[t * n_out + r] = y[t * n_out + r] * inv[t] + (bias ? (*bias)[r] : 0.0);
+            return y;
+        };
+        const std::string path = folded ? " (norm folded)" : " (norm apart)";
+        EXPECT_LT(reported_nmse(what + " q" + path, q, reference(wq, nullptr)), 1e-10) << what;
+        EXPECT_LT(reported_nmse(what + " k+bias" + path, k, reference(wk, &bk.values)), 1e-10)
+            << what;
+        if (c.other_reader) {
+            EXPECT_LT(reported_nmse(what + " norm", normed, norm_ref), 1e-11) << what;
+        }
+    }
+}
+
 // The split decode attention's combine pass quantises the heads' output for the output
 // projection after it (GQA 8/2, head_dim 128 and 64, 1 and 3 tokens, f16 and f32 caches); the
 // head_dim 40 (no split kernel, or no whole q8 blocks per head) leaves it to the matmul's own

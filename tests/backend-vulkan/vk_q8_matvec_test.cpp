@@ -114,6 +114,20 @@ TEST(VulkanQ8Matvec, RmsNormQuantisesForTheMatmulAfterIt) {
                                                             {12288, 1, DType::Q4_K, true}});
 }
 
+// A matvec, the residual add and the RMSNorm read by matvecs (the norm is not folded into the
+// matvecs on Vulkan: its own dispatch quantises its output), 1-3 tokens, a norm output read by
+// another node too. (Q5_K is not on Vulkan's q8 path.)
+TEST(VulkanQ8Matvec, MatvecAddNormThenMatvecs) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    TANDEM_Q8_OR_SKIP(vk);
+    expect_matvec_add_norm_matvecs(*vk,
+                                   {{512, 256, 1, DType::Q4_0, DType::Q4_0, true, false, false},
+                                    {1024, 512, 2, DType::Q4_K, DType::Q6_K, true, true, false},
+                                    {512, 256, 3, DType::Q4_0, DType::Q8_0, true, false, false},
+                                    {256, 768, 1, DType::Q8_0, DType::Q4_K, false, false, true}},
+                                   [](int64_t, int64_t) { return false; });
+}
+
 // q/k/v then their rope and KV stores: one matvec_q8 dispatch (ROPE) where the modes, cache
 // types and rotary dimension allow, rows per workgroup 1 (raised to whole pairs), 2 and 4, the
 // activations shared over the rows or not.

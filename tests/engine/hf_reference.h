@@ -65,8 +65,11 @@ inline std::vector<float> decode_step_by_step(engine::Engine& e, const std::vect
 // A fusion of `backend` that its switch `env` = 0 turns off changes nothing: quantised
 // llama-tiny (normal rope) and qwen2-tiny (NeoX, q/k/v biases), Q8_0 and Q4_0, decoded one token
 // per step over the prompt and the fixture's continuation with an f16 cache, give the same
-// logits with and without it (max relative row error < 1e-5; same bits expected).
-inline void expect_switch_changes_no_logits(const std::string& backend, const char* env) {
+// logits with and without it (max relative row error < `bound`: 1e-5 where the same bits are
+// expected; a fusion that rounds differently moves int8 roundings downstream, and with them these
+// near-flat logits by up to a few %).
+inline void expect_switch_changes_no_logits(const std::string& backend, const char* env,
+                                            double bound = 1e-5) {
     for (const char* name : {"llama-tiny", "qwen2-tiny"}) {
         TANDEM_FIXTURE_OR_SKIP(dir, std::string("hf-tiny/") + name);
         const HfReference ref = load_hf_reference(dir);
@@ -81,7 +84,7 @@ inline void expect_switch_changes_no_logits(const std::string& backend, const ch
             const double e = max_rel_row_error(on, off, m->hp.n_vocab);
             std::printf("%s %s step by step, %s=0 against on: %.2e\n", name,
                         std::string(dtype_name(t)).c_str(), env, e);
-            EXPECT_LT(e, 1e-5) << name << " " << dtype_name(t);
+            EXPECT_LT(e, bound) << name << " " << dtype_name(t);
         }
     }
 }
