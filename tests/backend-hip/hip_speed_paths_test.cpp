@@ -335,7 +335,7 @@ TEST(HipSpeedPaths, MatvecAddNormFoldedIntoTheMatvecsAfterIt) {
                                     {14336, 4096, 1, DType::Q6_K, DType::Q4_K, true, false, false},
                                     {512, 256, 3, DType::Q4_0, DType::Q8_0, true, false, false},
                                     {512, 288, 1, DType::Q4_0, DType::Q4_0, true, true, true}},
-                                   folds);
+                                   folds, hip::kQ8LayoutGroup);
 }
 
 TEST(HipSpeedPaths, GatedActQuantisesForTheMatmulAfterIt) {

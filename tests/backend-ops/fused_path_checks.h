@@ -218,11 +218,12 @@ struct MatvecNormCase {
 // readers scale their dots by 1 / rms): folds(cols, tokens) says where it does, and then the
 // readers must equal that path's own rounding; elsewhere the plain path's (the q8 rounding of
 // the norm's output). Both references are rebuilt here from the sum the backend returns, so
-// either is exact to float rounding. The sum and (other_reader) the norm's output against double
-// references.
+// either is exact to float rounding. Rows the backend's q8 path does not take (cols not a
+// multiple of q8_rows) against the f32 product. The sum and (other_reader) the norm's output
+// against double references.
 template <class Folds>
 void expect_matvec_add_norm_matvecs(Backend& b, const std::vector<MatvecNormCase>& cases,
-                                    Folds folds) {
+                                    Folds folds, int64_t q8_rows = 32) {
     for (const MatvecNormCase& c : cases) {
         const int64_t T = c.tokens, cols = c.cols;
         const uint32_t seed = uint32_t(c.n_in + cols + T);
@@ -270,6 +271,7 @@ void expect_matvec_add_norm_matvecs(Backend& b, const std::vector<MatvecNormCase
         }
         const bool folded = folds(cols, T);
         auto reference = [&](const QuantWeight& w, const std::vector<float>* bias) {
+            if (cols % q8_rows != 0) return ref_matmul(w, nf, T, bias);
             if (!folded) return ref_matmul(w, q8_activations(nf), T, bias);
             auto y = ref_matmul(w, q8_activations(sw), T);
             const int64_t n_out = w.ne[1];
