@@ -153,7 +153,7 @@ __device__ inline void slot_row(const Q8Parts& parts, int64_t first, int64_t blk
 // double-precision angles itself, before launch_rope_table, that took every launch's kernel
 // from 40 to 56 registers, 12 to 9 blocks per SM: 8B gate + up 25.1 -> 20.1 us at 2 rows per
 // block on an H200, docs/hip.md).
-template <uint32_t TypeId, int TM, int R, bool Rope, int NormMode>
+template <uint32_t TypeId, int TM, int R, bool Rope, bool Norm>
 __global__ void __launch_bounds__(kQ8Threads)
     k_matvec_q8(Q8Parts parts, int64_t row_stride, int n_in, const int8_t* __restrict__ xq,
                 const float2* __restrict__ xds, int n_tok) {
@@ -177,25 +177,21 @@ __global__ void __launch_bounds__(kQ8Threads)
     }
     Act x[TM];
     token_acts(xq, xds, n_in, n_tok, x);
-    // Norm (NormMode 1-3): this thread's share of each token's sum of squares (parts.norm.ss).
-    // 1: summed before the loop; 2: up to kNssRegs loaded into registers before the loop,
-    // summed after it; 3: loaded and summed after the loop.
-    constexpr bool Norm = NormMode != 0;
+    // Norm: this thread's share of each token's sums of squares (parts.norm.ss), the first
+    // kNssRegs loaded into registers now and summed after the loop (the rest there). H200, 8B
+    // Q4_0 tg128 (docs/hip.md): 462 tok/s; summed before the loop (each block waiting on an L2
+    // trip before its first weight load) 452, loaded and summed after it 454.
     constexpr int kNssRegs = 4;
     const int n_ss = n_in / kQ8Block;
     float nss[Norm ? TM : 1][kNssRegs] = {};
-    if constexpr (NormMode == 1 || NormMode == 2) {
+    if constexpr (Norm) {
 #pragma unroll
         for (int t = 0; t < TM; ++t) {
             const float* ss = parts.norm.ss + int64_t(t < n_tok ? t : 0) * n_ss;
-            if constexpr (NormMode == 1) {
-                for (int i = int(threadIdx.x); i < n_ss; i += kQ8Threads) nss[t][0] += ss[i];
-            } else {
 #pragma unroll
-                for (int k = 0; k < kNssRegs; ++k) {
-                    const int i = int(threadIdx.x) + k * kQ8Threads;
-                    nss[t][k] = i < n_ss ? ss[i] : 0.0f;
-                }
+            for (int k = 0; k < kNssRegs; ++k) {
+                const int i = int(threadIdx.x) + k * kQ8Threads;
+                nss[t][k] = i < n_ss ? ss[i] : 0.0f;
             }
         }
     }
@@ -216,8 +212,8 @@ __global__ void __launch_bounds__(kQ8Threads)
             float v = 0.0f;
 #pragma unroll
             for (int k = 0; k < kNssRegs; ++k) v += nss[t][k];
-            const int from = NormMode == 2 ? kNssRegs * kQ8Threads : NormMode == 3 ? 0 : n_ss;
-            for (int i = int(threadIdx.x) + from; i < n_ss; i += kQ8Threads) v += ss[i];
+            for (int i = int(threadIdx.x) + kNssRegs * kQ8Threads; i < n_ss; i += kQ8Threads)
+                v += ss[i];
             v = group_sum(v);
             if (lane == 0) norm_part[g][t] = v;
         }
@@ -340,7 +336,7 @@ int q8_rows_per_block(DType type) {
     return file_type(type) == DType::Q8_0 ? 2 : 4;
 }
 
-template <DType T, int TM, int R, int Norm>
+template <DType T, int TM, int R, bool Norm>
 void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
                            const float2* xds, int n_tok, hipStream_t s) {
     const int64_t rows = parts_rows(parts);
@@ -360,20 +356,11 @@ void matvec_q8_launch_rows(const Q8Parts& parts, int64_t stride, int n_in, const
                            const float2* xds, int n_tok, hipStream_t s) {
     if constexpr (TM <= kQ8NormMaxTokens) {
         if (parts.norm.ss) {
-            static const int mode = [] {
-                const char* v = std::getenv("TANDEM_HIP_NORM_LOAD");
-                return v ? std::atoi(v) : 2;
-            }();
-            if (mode == 1)
-                matvec_q8_launch_norm<T, TM, R, 1>(parts, stride, n_in, xq, xds, n_tok, s);
-            else if (mode == 3)
-                matvec_q8_launch_norm<T, TM, R, 3>(parts, stride, n_in, xq, xds, n_tok, s);
-            else
-                matvec_q8_launch_norm<T, TM, R, 2>(parts, stride, n_in, xq, xds, n_tok, s);
+            matvec_q8_launch_norm<T, TM, R, true>(parts, stride, n_in, xq, xds, n_tok, s);
             return;
         }
     }
-    matvec_q8_launch_norm<T, TM, R, 0>(parts, stride, n_in, xq, xds, n_tok, s);
+    matvec_q8_launch_norm<T, TM, R, false>(parts, stride, n_in, xq, xds, n_tok, s);
 }
 
 template <DType T, int TM>

@@ -267,6 +267,7 @@ class HipBackend final : public Backend {
         Q8Norm q8;
     };
     PendingNorm pending_;
+    std::vector<int32_t> last_read_, last_write_;  // by tensor: node index (enqueue_step)
     DeviceBuffer q8_alt_;     // the q8 activations run_matvec_resid_norm leaves
     DeviceBuffer norm_ss_;    // and its sums of squares [rows, cols / 32]
     bool q8_alt_in_ = false;  // q8_src_'s activations are in q8_alt_ (else q8_scratch_)
@@ -481,6 +482,15 @@ void HipBackend::enqueue_step(const Graph& g) {
           "copying step inputs");
     q8_src_ = nullptr;
     pending_ = {};
+    // Each tensor's last reader and last writer (run_matvec_resid_norm).
+    last_read_.assign(g.tensors().size(), 0);
+    last_write_.assign(g.tensors().size(), 0);
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+        const Node& n = g.nodes()[i];
+        for (TensorId t : n.src)
+            if (t != kNoTensor) last_read_[static_cast<size_t>(t)] = int32_t(i);
+        last_write_[static_cast<size_t>(n.out)] = int32_t(i);
+    }
     rope_keys_.clear();
     enqueued_.assign(g.nodes().size(), false);
     if (profile_.on()) {
@@ -869,17 +879,14 @@ size_t HipBackend::run_matvec_resid_norm(const Graph& g, size_t at) {
         return 0;
     // The matvec's own output is never written: nothing but the add may read it. The norm's
     // output is written only if something other than a q8 matvec reads it (materialise_norm,
-    // from the sum): the sum must stay as it is while the norm's output is live.
-    size_t last = 0;
-    for (size_t i = j + 2; i < nodes.size(); ++i) {
-        const Node& n = nodes[i];
-        for (TensorId s : n.src) {
-            if (s == mm.out) return 0;
-            if (s == norm.out) last = i;
-        }
-    }
-    for (size_t i = j + 2; i <= last; ++i)
-        if (nodes[i].out == add.out || nodes[i].out == norm.out) return 0;
+    // from the sum): nothing may write the sum or the norm's output again (in place) later.
+    const auto at_of = [](const std::vector<int32_t>& v, TensorId id) {
+        return static_cast<size_t>(v[static_cast<size_t>(id)]);
+    };
+    const size_t last = at_of(last_read_, norm.out);
+    if (at_of(last_read_, mm.out) > j || at_of(last_write_, add.out) != j ||
+        at_of(last_write_, norm.out) != j + 1 || last <= j + 1)
+        return 0;
     auto f32 = [&](TensorId id) { return reinterpret_cast<float*>(data_of(g, id)); };
     const float *x = f32(mm.src[1]), *r = f32(resid);
     float* sum = f32(add.out);
@@ -894,14 +901,10 @@ size_t HipBackend::run_matvec_resid_norm(const Graph& g, size_t at) {
                                      q8_alt_.data(), reinterpret_cast<float*>(norm_ss_.data()),
                                      stream_))
         return 0;
-    pending_ = PendingNorm{f32(norm.out),
-                           norm.out,
-                           last,
-                           sum,
-                           nw,
-                           cols,
-                           rows,
-                           Q8Norm{reinterpret_cast<const float*>(norm_ss_.data()), norm.f[0]}};
+    pending_ = {};
+    pending_.y = f32(norm.out), pending_.id = norm.out, pending_.last = last;
+    pending_.x = sum, pending_.w = nw, pending_.cols = cols, pending_.rows = rows;
+    pending_.q8 = Q8Norm{reinterpret_cast<const float*>(norm_ss_.data()), norm.f[0]};
     set_q8_src(pending_.y, rows, cols);
     q8_alt_in_ = true;
     return j + 2 - at;
