@@ -17,6 +17,11 @@
 // workgroup's rows are whole rotation pairs (adjacent rows, or rows j and j + head_dim / 2 in
 // NeoX mode), so it rotates its own results; q goes to y (the roped q), k and v to the caches'
 // rows n_past.. (f16 as whole 32-bit words).
+// The norm folded in (RESID / NORM_EPS): an RMSNorm's 1 / rms(x) is one number per token, so a
+// matvec reading the norm can dot the unnormalised x * w and scale its sums afterwards; the
+// int8 rounding is per 32 values, so the projection before the norm (a workgroup of 32 rows)
+// can leave the q8 activations of x * w and each block's sum of squares (after the scales, as
+// the .x of vec2s), and the norm needs no dispatch of its own.
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_EXT_spirv_intrinsics : require
@@ -32,6 +37,11 @@ layout(constant_id = 4) const uint SUBGROUP_ADD = 0;  // 1: TPR is a multiple of
 layout(constant_id = 5) const uint PARTS = 1;
 layout(constant_id = 6) const uint ROPE = 0;
 layout(constant_id = 7) const uint SHARE = 0;  // 1: main_share's split (needs SUBGROUP_ADD)
+// RESID: main_resid (the output / down projection with the residual add and the next RMSNorm's
+// q8 activations; WG = 1024, ROWS = 4, TOK <= 2). NORM_EPS (not 0): the float bits of the eps of
+// an RMSNorm the activations carry unapplied (main_resid left them): every output is scaled.
+layout(constant_id = 8) const uint RESID = 0;
+layout(constant_id = 9) const uint NORM_EPS = 0;
 layout(push_constant) uniform P {  // 128 bytes, the whole guaranteed push-constant range
     Uints w; Uints xq; Vec2s xd; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes;
@@ -58,6 +68,41 @@ const uint TPR = WG / ROWS;
 const uint M4 = 0x0F0F0F0Fu;
 
 shared float red[TOK * WG];
+
+// NORM_EPS: the sums of squares of this invocation's share (the first 4 per token loaded before
+// the matvec's loop, summed after it), reduced per subgroup into nred, then the scale per token.
+const uint NSS = 4u;
+float nss[NORM_EPS != 0u ? TOK * NSS : 1u];
+shared float nred[NORM_EPS != 0u ? TOK * 32u : 1u];  // subgroups of 4+ lanes for WG = 128
+uint norm_at(uint k) { return p.n_tok * (p.n_in >> 5) + min(k, p.n_tok - 1u) * (p.n_in >> 5); }
+void norm_load(uint tid) {
+    if (NORM_EPS == 0u) return;
+    const uint n_ss = p.n_in >> 5;
+    [[unroll]] for (uint k = 0u; k < TOK; ++k)
+        [[unroll]] for (uint j = 0u; j < NSS; ++j) {
+            const uint i = tid + j * WG;
+            nss[k * NSS + j] = i < n_ss ? p.xd.v[norm_at(k) + i].x : 0.0;
+        }
+}
+// Every invocation; a barrier must follow before norm_scale.
+void norm_reduce(uint tid) {
+    if (NORM_EPS == 0u) return;
+    const uint n_ss = p.n_in >> 5;
+    [[unroll]] for (uint k = 0u; k < TOK; ++k) {
+        float v = 0.0;
+        [[unroll]] for (uint j = 0u; j < NSS; ++j) v += nss[k * NSS + j];
+        for (uint i = tid + NSS * WG; i < n_ss; i += WG) v += p.xd.v[norm_at(k) + i].x;
+        v = subgroupAdd(v);
+        if (subgroupElect()) nred[k * gl_NumSubgroups + gl_SubgroupID] = v;
+    }
+}
+float norm_scale(uint k) {
+    if (NORM_EPS == 0u) return 1.0;
+    float ss = 0.0;
+    for (uint j = 0u; j < gl_NumSubgroups; ++j) ss += nred[k * gl_NumSubgroups + j];
+    return inversesqrt(ss / float(p.n_in) + uintBitsToFloat(NORM_EPS));
+}
+
 shared float fin[TOK * ROWS];  // ROPE: the workgroup's results, then rotated
 
 // ROPE: the row (within q or k) of index idx of the part, NeoX mode: a workgroup's ROWS / 2
@@ -369,6 +414,7 @@ uint locate(uint g, out uint part) {
 // Row o of `part`: its sum s for token k (slot r of the workgroup), plus its bias, then out (or
 // kept for rope_store).
 void finish_row(uint k, uint r, uint o, uint part, float s) {
+    if (NORM_EPS != 0u) s *= norm_scale(k);
     if (((p.has_bias >> part) & 1u) != 0u) s += part_bias(part).v[o];
     if (ROPE != 0u)
         fin[k * ROWS + r] = s;
@@ -396,6 +442,7 @@ void main_share() {
         sh_ro[r] = min(o, part_rows(part) - 1u) * p.row_bytes;
     }
     [[unroll]] for (uint i = 0u; i < ROWS * TOK; ++i) sh_acc[i] = 0.0;
+    norm_load(tid);
     const uint n_items = items_per_row();
     // Two items per trip: the second item's loads issue before the first one's dots wait.
     uint it = tid;
@@ -411,6 +458,7 @@ void main_share() {
         const float s = subgroupAdd(sh_acc[i]);
         if (subgroupElect()) red[i * gl_NumSubgroups + gl_SubgroupID] = s;
     }
+    norm_reduce(tid);
     barrier();
     // Invocation r * TOK + k finishes row slot r for token k.
     const uint nt = min(TOK, p.n_tok), r = tid / TOK, k = tid % TOK;
@@ -425,7 +473,70 @@ void main_share() {
     if (ROPE != 0u) rope_store(tid, nt, part0, base, first < total);
 }
 
+// RESID: workgroup b takes rows 32b..32b+31 (a whole q8 block of the output): its eight groups
+// of 128 invocations run main_share's loop over 4 rows each; then invocation k * 32 + j holds
+// row 32b + j of token k: y = resid (y1) + W x (+ bias), written; the q8 block of y * w (w:
+// bias1 when has_bias bit 1; values at w1, (d, s) as words at w2) and the block's sum of squares
+// (w2, after the n_tok * n_out / 32 scales, as the .x of a pair) for the matvecs reading the norm.
+shared float rv[2u * 32u], rsq[2u * 32u];
+void main_resid() {
+    const uint tid = gl_LocalInvocationID.x, grp = tid / 128u, gt = tid % 128u;
+    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u;
+    const uint first = wg * 32u + grp * ROWS;
+    [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
+        sh_w[r] = p.w;
+        sh_ro[r] = (first + r) * p.row_bytes;
+    }
+    [[unroll]] for (uint i = 0u; i < ROWS * TOK; ++i) sh_acc[i] = 0.0;
+    const uint n_items = items_per_row();
+    uint it = gt;
+    for (; it + 128u < n_items; it += 256u) {
+        share_item(it);
+        share_item(it + 128u);
+    }
+    if (it < n_items) share_item(it);
+    [[unroll]] for (uint i = 0u; i < ROWS * TOK; ++i) {
+        const float s = subgroupAdd(sh_acc[i]);
+        if (subgroupElect()) red[i * gl_NumSubgroups + gl_SubgroupID] = s;
+    }
+    barrier();
+    const uint nt = min(TOK, p.n_tok), spg = 128u / gl_SubgroupSize;
+    const uint k = tid / 32u, j = tid % 32u;
+    if (k < TOK) {
+        const uint g = j / ROWS, r = j % ROWS, row = wg * 32u + j, kk = min(k, nt - 1u);
+        float v = 0.0;
+        for (uint s = 0u; s < spg; ++s) v += red[(r * TOK + k) * gl_NumSubgroups + g * spg + s];
+        if ((p.has_bias & 1u) != 0u) v += p.bias.v[row];
+        v += p.y1.v[kk * p.n_out + row];
+        if (k < nt) p.y.v[k * p.n_out + row] = v;
+        rv[k * 32u + j] = v * ((p.has_bias & 2u) != 0u ? p.bias1.v[row] : 1.0);
+        rsq[k * 32u + j] = v * v;
+    }
+    barrier();
+    // Invocation k * 8 + c: values 4c..4c+3 of token k's block (8 consecutive lanes a block).
+    if (tid < 8u * TOK) {
+        const uint k2 = tid / 8u, c = tid % 8u, at = k2 * 32u + 4u * c;
+        vec2 sc;
+        const uint word = q8_quantise_vec4(vec4(rv[at], rv[at + 1u], rv[at + 2u], rv[at + 3u]), sc);
+        if (k2 < nt) {
+            const uint i = (k2 * p.n_out + wg * 32u) / 4u + c, b = i >> 3;
+            p.w1.v[q8_word(i)] = word;
+            if (c == 0u) {
+                float ss = 0.0;
+                for (uint e = 0u; e < 32u; ++e) ss += rsq[k2 * 32u + e];
+                p.w2.v[2u * b] = floatBitsToUint(sc.x);
+                p.w2.v[2u * b + 1u] = floatBitsToUint(sc.y);
+                p.w2.v[2u * (nt * (p.n_out >> 5) + b)] = floatBitsToUint(ss);
+            }
+        }
+    }
+}
+
 void main() {
+    if (RESID != 0u) {
+        main_resid();
+        return;
+    }
     if (SHARE != 0u) {
         main_share();
         return;
@@ -442,6 +553,7 @@ void main() {
     const uint ro = live ? o * p.row_bytes : 0u;
     float acc[TOK];
     [[unroll]] for (uint k = 0u; k < TOK; ++k) acc[k] = 0.0;
+    norm_load(tid);
     if (live) {
         const uint n_items = items_per_row();
         // Two items per trip: the second item's loads issue before the first one's dots wait.
@@ -452,6 +564,7 @@ void main() {
         }
         if (it < n_items) item(w, ro, it, acc);
     }
+    norm_reduce(tid);  // the barriers below order it before finish_row
 
     if (SUBGROUP_ADD != 0u) {
         const uint per_row = TPR / gl_SubgroupSize;  // subgroups per row

@@ -19,8 +19,9 @@ uint q8_unit(uint b, uint h) { return (b >> 3) * 16u + 8u * h + (b & 7u); }
 // The 32-bit word holding values 4i..4i+3.
 uint q8_word(uint i) { return q8_unit(i >> 3, (i >> 2) & 1u) * 4u + (i & 3u); }
 
-// Values 4i..4i+3 (vec4 index i of the whole activation buffer); `live`: store them.
-void q8_store_vec4(vec4 v, uint i, bool live, Uints qs, Vec2s ds) {
+// The int8 word of v (values 4i..4i+3 of a block held by 8 consecutive lanes) and its block's
+// (d, s), every lane of the 8 alike.
+uint q8_quantise_vec4(vec4 v, out vec2 ds) {
     float amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
     amax = max(amax, subgroupShuffleXor(amax, 1u));
     amax = max(amax, subgroupShuffleXor(amax, 2u));
@@ -31,8 +32,15 @@ void q8_store_vec4(vec4 v, uint i, bool live, Uints qs, Vec2s ds) {
     s += subgroupShuffleXor(s, 1u);
     s += subgroupShuffleXor(s, 2u);
     s += subgroupShuffleXor(s, 4u);
+    ds = vec2(d, d * float(s));
+    return uint(q.x & 0xFF) | (uint(q.y & 0xFF) << 8) | (uint(q.z & 0xFF) << 16) | (uint(q.w) << 24);
+}
+
+// Values 4i..4i+3 (vec4 index i of the whole activation buffer); `live`: store them.
+void q8_store_vec4(vec4 v, uint i, bool live, Uints qs, Vec2s ds) {
+    vec2 sc;
+    const uint word = q8_quantise_vec4(v, sc);
     if (!live) return;
-    qs.v[q8_word(i)] = uint(q.x & 0xFF) | (uint(q.y & 0xFF) << 8) | (uint(q.z & 0xFF) << 16) |
-              (uint(q.w) << 24);
-    if ((i & 7u) == 0u) ds.v[i >> 3] = vec2(d, d * float(s));
+    qs.v[q8_word(i)] = word;
+    if ((i & 7u) == 0u) ds.v[i >> 3] = sc;
 }

@@ -362,12 +362,35 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     try {
         const size_t n_nodes = g.nodes().size();
         q8_src_ = 0;
+        q8_alt_ = false;
+        pending_norm_ = PendingNorm{};
         done_.assign(n_nodes, false);
+        // Each tensor's last reader and last writer (try_fuse_resid_norm).
+        last_read_.assign(g.tensors().size(), 0);
+        last_write_.assign(g.tensors().size(), 0);
+        for (size_t i = 0; i < n_nodes; ++i) {
+            const Node& n = g.nodes()[i];
+            for (TensorId t : n.src)
+                if (t != kNoTensor) last_read_[size_t(t)] = int32_t(i);
+            last_write_[size_t(n.out)] = int32_t(i);
+        }
         for (size_t i = 0; i < n_nodes; ++i) {
             if (done_[i]) continue;  // recorded with an earlier node (q + k's ropes)
             const Node& n = g.nodes()[i];
-            if (n.op != Op::MatMul) q8_src_ = 0;  // it may write what q8_buf_ was quantised from
-            if (try_fuse_add_norm(g, i)) {
+            if (pending_norm_.id != kNoTensor && i > pending_norm_.last) {  // read no more
+                if (q8_src_ == pending_norm_.y.address) q8_src_ = 0;
+                pending_norm_ = PendingNorm{};
+            }
+            if (n.op != Op::MatMul) {
+                q8_src_ = 0;  // it may write what q8_buf_ was quantised from
+                if (pending_norm_.id != kNoTensor &&
+                    std::find(n.src.begin(), n.src.end(), pending_norm_.id) != n.src.end())
+                    materialise_norm();
+            }
+            if (const size_t folded = try_fuse_resid_norm(g, i); folded > 0) {
+                if (profiler_) profiler_->mark(cb_, node_label(g, n) + "+add+rms_norm");
+                i += folded - 1;
+            } else if (try_fuse_add_norm(g, i)) {
                 ++i;
                 if (profiler_) profiler_->mark(cb_, "add+rms_norm");
             } else if (const size_t fused = try_fuse_matvecs(g, i); fused > 1) {

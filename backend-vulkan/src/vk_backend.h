@@ -109,10 +109,12 @@ class VulkanBackend final : public Backend {
     bool q8_matvec_ok(const Graph& g, TensorId w, int64_t T) const;
     // Nodes[at] is a MatMul on the q8 path reading `x` (the output of the node before it).
     bool q8_for_next_matmul(const Graph& g, size_t at, TensorId x) const;
-    // Where the q8 activations of a [T, n_in] input live: q8_buf_ from byte 0, int8 values
-    // [T * n_in], then (d, s) [T * n_in / 32] at byte T * n_in.
-    Ref q8_ref(int64_t n_in, int64_t T) const;
-    uint64_t q8_scales_address(int64_t n_in, int64_t T) const;  // the (d, s) pairs in q8_ref
+    // Where the q8 activations of a [T, n_in] input live: q8_buf_ from byte 0 (alt: from
+    // q8_half_, where matvec_q8's RESID writes them), int8 values [T * n_in] (rounded up to 256),
+    // then (d, s) [T * n_in / 32], then room for the sums of squares of a folded norm (as many
+    // pairs again).
+    Ref q8_ref(int64_t n_in, int64_t T, bool alt = false) const;
+    uint64_t q8_scales_address(int64_t n_in, int64_t T, bool alt = false) const;
     // Whether two Refs share bytes of one buffer.
     static bool overlap(const Ref& p, const Ref& q) {
         return p.buffer == q.buffer && p.offset < q.offset + q.size && q.offset < p.offset + p.size;
@@ -140,6 +142,13 @@ class VulkanBackend final : public Backend {
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
+    // Nodes at..: a q8 matvec, (its one-rank AllReduce,) the residual Add of its output and the
+    // RmsNorm of that sum over whole rows, read next by a q8 matvec: one matvec_q8 dispatch
+    // (RESID) writes the sum and the q8 activations of sum * w, and the matvecs reading the norm
+    // scale their sums (NORM_EPS; pending_norm_). Returns the nodes recorded, 0: none.
+    size_t try_fuse_resid_norm(const Graph& g, size_t at);
+    // The pending norm's output written after all (something other than a q8 matvec reads it).
+    void materialise_norm();
     // rms_norm.comp over whole groups; add_b/add_s: the fused residual add (buffer -1: none);
     // q8: also quantise the output (register path, the caller checked).
     void record_rms_norm(const Ref& x, const Ref& w, const Ref& y, const Ref& add_b,
@@ -229,6 +238,21 @@ class VulkanBackend final : public Backend {
     // nothing usable), reset by every node that is not a MatMul.
     uint64_t q8_src_ = 0;
     int64_t q8_src_cols_ = 0, q8_src_rows_ = 0;
+    bool q8_alt_ = false;  // q8_src_'s activations are at q8_half_ (RESID's), not byte 0
+    uint64_t q8_half_ = 0;
+    // A norm folded into the matvecs (try_fuse_resid_norm): its output y is not written; q8
+    // matvecs reading it take the alt activations with NORM_EPS. Anything else reading it while
+    // it is live (nodes up to `last`) has it written first (materialise_norm, from the sum x).
+    struct PendingNorm {
+        TensorId id = kNoTensor;
+        size_t last = 0;
+        Ref y, x, w;
+        int64_t cols = 0, rows = 0;
+        float eps = 0.0f;
+    };
+    PendingNorm pending_norm_;
+    bool norm_fuse_ = true;  // TANDEM_VK_NORM_FUSE=0: norms dispatch on their own
+    std::vector<int32_t> last_read_, last_write_;  // by tensor: node index (per recording)
     // Nodes already recorded with an earlier one out of order (the ropes and K store of a q + k
     // group whose v has another weight type), by index; reset per recording.
     std::vector<bool> done_;

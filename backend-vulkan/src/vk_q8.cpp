@@ -2,9 +2,11 @@
 // it reads (quantised by quantize_q8.comp, or left by the RMSNorm / gated activation before
 // the matmul), and its dispatch.
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
+#include "tandem/backend/collective.h"
 #include "tandem/backend/fusion.h"
 #include "vk_backend.h"
 #include "vk_grid.h"
@@ -69,13 +71,14 @@ bool VulkanBackend::q8_for_next_matmul(const Graph& g, size_t at, TensorId x) co
     return weight_desc(g, m.src[0]).ne[0] == xt.cols() && q8_matvec_ok(g, m.src[0], xt.rows());
 }
 
-VulkanBackend::Ref VulkanBackend::q8_ref(int64_t n_in, int64_t T) const {
+VulkanBackend::Ref VulkanBackend::q8_ref(int64_t n_in, int64_t T, bool alt) const {
     const auto values = uint64_t(n_in * T);
-    return {kQ8Id, q8_buf_.address, 0, q8_values_bytes(values) + values / 4};
+    const uint64_t at = alt ? q8_half_ : 0;
+    return {kQ8Id, q8_buf_.address + at, at, q8_values_bytes(values) + values / 2};
 }
 
-uint64_t VulkanBackend::q8_scales_address(int64_t n_in, int64_t T) const {
-    return q8_buf_.address + q8_values_bytes(uint64_t(n_in * T));
+uint64_t VulkanBackend::q8_scales_address(int64_t n_in, int64_t T, bool alt) const {
+    return q8_buf_.address + (alt ? q8_half_ : 0) + q8_values_bytes(uint64_t(n_in * T));
 }
 
 void VulkanBackend::ensure_q8_buffer(const Graph& g) {
@@ -87,15 +90,20 @@ void VulkanBackend::ensure_q8_buffer(const Graph& g) {
         if (q8_matvec_ok(g, n.src[0], x.rows()))
             need = std::max(need, q8_ref(x.cols(), x.rows()).size);
     }
-    if (need <= q8_buf_.size) return;
+    need = (std::max<uint64_t>(need, 32 << 10) + 255) / 256 * 256;
+    if (2 * need <= q8_buf_.size) return;
     vkDeviceWaitIdle(ctx_->device());
     ctx_->destroy(q8_buf_);
     ++generation_;
-    q8_buf_ = ctx_->create_device_buffer(std::max<uint64_t>(need, 64 << 10), "q8 activations");
+    q8_half_ = need;  // two regions: the quantisers' and matvec_q8 RESID's
+    q8_buf_ = ctx_->create_device_buffer(2 * need, "q8 activations");
 }
 
 void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
     if (q8_src_ == x.address && q8_src_cols_ == n_in && q8_src_rows_ == T) return;
+    // A folded norm's output whose activations are gone: write it, then quantise it.
+    if (pending_norm_.id != kNoTensor && pending_norm_.y.address == x.address) materialise_norm();
+    q8_alt_ = false;
     const Ref q = q8_ref(n_in, T);
     const auto n4 = u32(n_in * T / 4);
     QuantPush p{x.address, x.address, x.address, q.address, q8_scales_address(n_in, T), n4};
@@ -129,7 +137,11 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     const bool quantised = q8_src_ == x.address && q8_src_cols_ == n_in && q8_src_rows_ == T;
     if (!quantised && x.address % 16 != 0) return false;
     quantize_q8(x, n_in, T);
-    const Ref q = q8_ref(n_in, T);
+    // A folded norm (try_fuse_resid_norm) is applied to the sums: its eps's bits.
+    const bool norm =
+        q8_alt_ && pending_norm_.id != kNoTensor && pending_norm_.y.address == x.address;
+    const uint32_t norm_eps = norm ? std::bit_cast<uint32_t>(pending_norm_.eps) : 0u;
+    const Ref q = q8_ref(n_in, T, q8_alt_);
     Q8MatPush p{};
     Ref outs[3];
     uint64_t rows = 0;
@@ -144,7 +156,7 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
         p.has_bias |= bias.buffer >= 0 ? 1u << k : 0u;
         if (k == 0) {
             const WeightDesc& w = weight_desc(g, first.src[0]);
-            p.w = wr.address, p.xq = q.address, p.xd = q8_scales_address(n_in, T);
+            p.w = wr.address, p.xq = q.address, p.xd = q8_scales_address(n_in, T, q8_alt_);
             p.y = y.address;
             p.n_in = u32(n_in), p.n_out = n_out, p.n_tok = u32(T);
             p.row_bytes = u32(row_bytes(w.type, uint64_t(w.ne[0])));
@@ -168,10 +180,11 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
                             : 0u;
     const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
     const uint32_t share = q8_shares(type, wg_rows, T) ? 1u : 0u;
-    dispatch("matvec_q8",
-             {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share}, &p,
-             sizeof p, split_x(groups), 1, split_z(groups), {q},
-             {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
+    dispatch(
+        "matvec_q8",
+        {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share, 0u, norm_eps},
+        &p, sizeof p, split_x(groups), 1, split_z(groups), {q},
+        {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
     for (size_t k = 0; k < n; ++k)
         if (overlap(outs[k], x)) q8_src_ = 0;
@@ -204,6 +217,80 @@ bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) cons
     return true;
 }
 
+// The RESID dispatch: workgroups of 1024 invocations (eight groups of 128 over 4 rows each,
+// main_share's loop), 32 rows each, their quantiser's 8-lane shuffles; the matvecs after it
+// reduce the norm's sums with subgroupAdd.
+size_t VulkanBackend::try_fuse_resid_norm(const Graph& g, size_t at) {
+    constexpr uint32_t kResidWorkgroup = 1024, kResidRows = 32;
+    const std::vector<Node>& nodes = g.nodes();
+    const Node& mm = nodes[at];
+    if (!fuse_ || !q8_ || !norm_fuse_ || mm.op != Op::MatMul || !pd_.subgroup_arithmetic ||
+        pd_.subgroup_size < 8 || kQ8Workgroup % pd_.subgroup_size != 0 ||
+        pd_.max_workgroup_invocations < kResidWorkgroup)
+        return 0;
+    size_t j = at + 1;  // the Add, after the matvec's all-reduce (an identity on one rank)
+    const bool one_rank = !collective_ || collective_->n_ranks() <= 1;
+    if (j < nodes.size() && nodes[j].op == Op::AllReduce && nodes[j].src[0] == mm.out &&
+        nodes[j].out == mm.out && one_rank)
+        ++j;
+    if (j + 1 >= nodes.size()) return 0;
+    const Node &add = nodes[j], &norm = nodes[j + 1];
+    if (add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out) return 0;
+    const TensorId resid = add.src[0] == mm.out ? add.src[1] : add.src[0];
+    if ((add.src[0] != mm.out && add.src[1] != mm.out) || resid == mm.out) return 0;
+    const GraphTensor &xt = g.tensor(mm.src[1]), &st = g.tensor(add.out);
+    const int64_t T = xt.rows(), n_in = xt.cols(), cols = st.cols();
+    const WeightDesc& w = weight_desc(g, mm.src[0]);
+    if (T > 2 || st.rows() != T || w.ne[0] != n_in || w.ne[1] != cols || cols % kResidRows != 0 ||
+        (norm.i[0] > 0 && norm.i[0] != cols) || g.tensor(norm.out).role != TensorRole::Activation ||
+        !q8_matvec_ok(g, mm.src[0], T) || !q8_for_next_matmul(g, j + 2, norm.out))
+        return 0;
+    // The matvec's output is never written (only the add may read it); the norm's is written
+    // only if something other than a q8 matvec reads it (from the sum, which nothing may write
+    // again later).
+    const auto at_of = [](const std::vector<int32_t>& v, TensorId id) {
+        return static_cast<size_t>(v[static_cast<size_t>(id)]);
+    };
+    const size_t last = at_of(last_read_, norm.out);
+    if (at_of(last_read_, mm.out) > j || at_of(last_write_, add.out) != j ||
+        at_of(last_write_, norm.out) != j + 1 || last <= j + 1)
+        return 0;
+    const Ref x = ref(g, mm.src[1]), r = ref(g, resid), sum = ref(g, add.out);
+    const Ref nw = ref(g, norm.src[1]), bias = ref(g, mm.src[2]), wr = ref(g, mm.src[0]);
+    if (overlap(sum, r) && sum.offset != r.offset) return 0;  // in place or apart
+    if (pending_norm_.id != kNoTensor && pending_norm_.y.address == x.address) return 0;
+    const bool quantised = q8_src_ == x.address && q8_src_cols_ == n_in && q8_src_rows_ == T;
+    if (!quantised && x.address % 16 != 0) return 0;
+    if (pending_norm_.id != kNoTensor) materialise_norm();  // one pending norm at a time
+    quantize_q8(x, n_in, T);
+    const Ref q = q8_ref(n_in, T), out = q8_ref(cols, T, true);
+    Q8MatPush p{};
+    p.w = wr.address, p.xq = q.address, p.xd = q8_scales_address(n_in, T);
+    p.y = sum.address, p.y1 = r.address;
+    p.bias = bias.buffer >= 0 ? bias.address : wr.address;
+    p.bias1 = nw.buffer >= 0 ? nw.address : wr.address;
+    p.has_bias = (bias.buffer >= 0 ? 1u : 0u) | (nw.buffer >= 0 ? 2u : 0u);
+    p.w1 = out.address, p.w2 = q8_scales_address(cols, T, true);
+    p.n_in = u32(n_in), p.n_out = u32(cols), p.n_tok = u32(T);
+    p.row_bytes = u32(row_bytes(w.type, uint64_t(w.ne[0])));
+    const uint64_t groups = uint64_t(cols) / kResidRows;
+    dispatch(
+        "matvec_q8",
+        {shader_type(g, mm.src[0]), kResidWorkgroup, 4u, T == 1 ? 1u : 2u, 1u, 1u, 0u, 1u, 1u, 0u},
+        &p, sizeof p, split_x(groups), 1, split_z(groups), {q, r}, {sum, out});
+    pending_norm_ = PendingNorm{norm.out, last, ref(g, norm.out), sum, nw, cols, T, norm.f[0]};
+    q8_src_ = pending_norm_.y.address, q8_src_cols_ = cols, q8_src_rows_ = T;
+    q8_alt_ = true;
+    return j + 2 - at;
+}
+
+void VulkanBackend::materialise_norm() {
+    const PendingNorm pn = pending_norm_;
+    pending_norm_ = PendingNorm{};
+    if (q8_src_ == pn.y.address) q8_src_ = 0;  // the alt activations hold x * w, not the norm
+    record_rms_norm(pn.x, pn.w, pn.y, Ref{}, Ref{}, pn.cols, uint64_t(pn.rows), pn.eps, false);
+}
+
 bool VulkanBackend::try_q8_producer(const Graph& g, size_t at) {
     const Node& n = g.nodes()[at];
     if (!q8_ || !q8_for_next_matmul(g, at + 1, n.out)) return false;
@@ -231,6 +318,7 @@ bool VulkanBackend::try_q8_producer(const Graph& g, size_t at) {
         return false;
     }
     q8_src_ = y.address, q8_src_cols_ = cols, q8_src_rows_ = rows;
+    q8_alt_ = false;
     return true;
 }
 

@@ -294,6 +294,7 @@ bool VulkanBackend::try_fuse_add_norm(const Graph& g, size_t at) {
     const bool q8 = regs && group % 32 == 0 && q8_for_next_matmul(g, at + 2, norm.out);
     record_rms_norm(a, w, y, b, s, group, n_groups, norm.f[0], q8);
     if (q8) q8_src_ = y.address, q8_src_cols_ = group, q8_src_rows_ = int64_t(n_groups);
+    if (q8) q8_alt_ = false;
     return true;
 }
 
@@ -449,6 +450,8 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
         case Op::MatMul: {
             const Node* self = &n;
             if (record_matvec_q8(g, &self, 1)) break;
+            // The f32 kernels read the norm's output itself.
+            if (pending_norm_.id != kNoTensor && pending_norm_.id == n.src[1]) materialise_norm();
             const WeightDesc& w = weight_desc(g, n.src[0]);
             const Ref x = ref(g, n.src[1]), bias = ref(g, n.src[2]);
             const int64_t T = g.tensor(n.src[1]).rows();

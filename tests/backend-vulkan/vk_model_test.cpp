@@ -92,5 +92,17 @@ TEST(VulkanModelsFused, QkvRopeFusionMatchesUnfusedSteps) {
     expect_switch_changes_no_logits("vulkan", "TANDEM_VK_QKV_ROPE");
 }
 
+// The same models with each layer's RMSNorms folded into the matvecs around them (matvec_q8
+// RESID for the output and down projections, NORM_EPS for q/k/v, gate/up and the LM head)
+// against the norms dispatched on their own (TANDEM_VK_NORM_FUSE=0): the two round differently
+// (the norm's scale after the dot, not before the int8 rounding), so the logits agree to the
+// int8 roundings' spread, not bit for bit; a lost or doubled norm scale moves them by far more.
+// The exact check of the dispatches: VulkanQ8Matvec.MatvecAddNorm*.
+TEST(VulkanModelsFused, NormFoldedIntoMatvecsMatchesNormsApart) {
+    TANDEM_VULKAN_OR_SKIP(probe);
+    probe.reset();
+    expect_switch_changes_no_logits("vulkan", "TANDEM_VK_NORM_FUSE", 5e-2);
+}
+
 }  // namespace
 }  // namespace tandem::test

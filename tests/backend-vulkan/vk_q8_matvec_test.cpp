@@ -114,18 +114,27 @@ TEST(VulkanQ8Matvec, RmsNormQuantisesForTheMatmulAfterIt) {
                                                             {12288, 1, DType::Q4_K, true}});
 }
 
-// A matvec, the residual add and the RMSNorm read by matvecs (the norm is not folded into the
-// matvecs on Vulkan: its own dispatch quantises its output), 1-3 tokens, a norm output read by
-// another node too. (Q5_K is not on Vulkan's q8 path.)
-TEST(VulkanQ8Matvec, MatvecAddNormThenMatvecs) {
-    TANDEM_VULKAN_OR_SKIP(vk);
-    TANDEM_Q8_OR_SKIP(vk);
-    expect_matvec_add_norm_matvecs(*vk,
-                                   {{512, 256, 1, DType::Q4_0, DType::Q4_0, true, false, false},
-                                    {1024, 512, 2, DType::Q4_K, DType::Q6_K, true, true, false},
-                                    {512, 256, 3, DType::Q4_0, DType::Q8_0, true, false, false},
-                                    {256, 768, 1, DType::Q8_0, DType::Q4_K, false, false, true}},
-                                   [](int64_t, int64_t) { return false; });
+// A matvec, the residual add and the RMSNorm read by matvecs: for 1-2 tokens the matvec's
+// dispatch (RESID, 32 rows per workgroup) leaves the sum and the q8 activations of sum * w and
+// the matvecs after it apply the norm's scale (NORM_EPS), both splits (shared, per-row); 3
+// tokens: the norm's own dispatch. A norm output read by another node too (written after all).
+// (Q5_K is not on Vulkan's q8 path.)
+TEST(VulkanQ8Matvec, MatvecAddNormFoldedIntoTheMatvecsAfterIt) {
+    for (const char* share : {"1", "0"}) {
+        ScopedEnv sh("TANDEM_VK_Q8_SHARE", share);
+        TANDEM_VULKAN_OR_SKIP(vk);
+        TANDEM_Q8_OR_SKIP(vk);
+        expect_matvec_add_norm_matvecs(
+            *vk,
+            {{512, 256, 1, DType::Q4_0, DType::Q4_0, true, false, false},
+             {1024, 512, 2, DType::Q4_K, DType::Q6_K, true, true, false},
+             {512, 256, 3, DType::Q4_0, DType::Q8_0, true, false, false},
+             {256, 768, 1, DType::Q8_0, DType::Q4_K, false, false, true},
+             {4096, 4096, 1, DType::Q4_K, DType::Q6_K, true, true, false},
+             {512, 288, 2, DType::Q4_0, DType::Q4_0, true, false, false},
+             {512, 288, 1, DType::Q8_0, DType::Q8_0, true, true, true}},
+            [](int64_t cols, int64_t T) { return cols % 32 == 0 && T <= 2; });
+    }
 }
 
 // q/k/v then their rope and KV stores: one matvec_q8 dispatch (ROPE) where the modes, cache
