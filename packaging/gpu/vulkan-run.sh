@@ -118,11 +118,13 @@ for q in $TYPES; do
     # decode speed with one switch each: the f32-activation matvec instead of the int8-dot one
     # (TANDEM_VK_Q8=0), the int8-dot matvec's rows per 128-invocation workgroup (default 2) and
     # its invocations sharing each item's activations over the rows off (TANDEM_VK_Q8_SHARE=0),
-    # q/k/v's matvec roping and storing its rows itself off (TANDEM_VK_QKV_ROPE=0), cached
+    # q/k/v's matvec roping and storing its rows itself off (TANDEM_VK_QKV_ROPE=0), the norms
+    # folded into the matvecs around them off (TANDEM_VK_NORM_FUSE=0), cached
     # command buffers off (re-recorded every step), split-K attention off (one workgroup per
     # head); TANDEM_VK_NONE=0 is the default itself. tg64 after pp512.
     for sw in TANDEM_VK_NONE=0 TANDEM_VK_Q8=0 TANDEM_VK_Q8_ROWS=1 TANDEM_VK_Q8_ROWS=4 \
-              TANDEM_VK_Q8_SHARE=0 TANDEM_VK_QKV_ROPE=0 TANDEM_VK_CACHE=0 TANDEM_VK_SPLITK=0; do
+              TANDEM_VK_Q8_SHARE=0 TANDEM_VK_QKV_ROPE=0 TANDEM_VK_NORM_FUSE=0 TANDEM_VK_CACHE=0 \
+              TANDEM_VK_SPLITK=0; do
       env "$sw" timeout 60 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan \
         --ctx 1024 -p 512 -n 64 --json > "$TMP/sweep-$sw.json" 2>/dev/null
       echo "$sw $(json_num decode_tok_s "$TMP/sweep-$sw.json") $(json_num decode_gb_s "$TMP/sweep-$sw.json")" >> "$TMP/sweep.txt"
