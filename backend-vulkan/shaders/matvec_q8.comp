@@ -21,8 +21,7 @@
 // matvec reading the norm can dot the unnormalised x * w and scale its sums afterwards; the
 // int8 rounding is per 32 values, so the projection before the norm (a workgroup of 32 rows)
 // can leave the q8 activations of x * w and each block's sum of squares (after the scales, as
-// the .x of vec2s; its last workgroup then each token's scale after those), and the norm needs
-// no dispatch of its own.
+// the .x of vec2s), and the norm needs no dispatch of its own.
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_EXT_spirv_intrinsics : require
@@ -39,9 +38,8 @@ layout(constant_id = 5) const uint PARTS = 1;
 layout(constant_id = 6) const uint ROPE = 0;
 layout(constant_id = 7) const uint SHARE = 0;  // 1: main_share's split (needs SUBGROUP_ADD)
 // RESID: main_resid (the output / down projection with the residual add and the next RMSNorm's
-// q8 activations; WG = 1024, ROWS = 4, TOK <= 2; NORM_EPS: that norm's eps). NORM_EPS (not 0,
-// without RESID): the float bits of the eps of an RMSNorm the activations carry unapplied
-// (main_resid left them and each token's scale): every output is scaled.
+// q8 activations; WG = 1024, ROWS = 4, TOK <= 2). NORM_EPS (not 0): the float bits of the eps of
+// an RMSNorm the activations carry unapplied (main_resid left them): every output is scaled.
 layout(constant_id = 8) const uint RESID = 0;
 layout(constant_id = 9) const uint NORM_EPS = 0;
 layout(push_constant) uniform P {  // 128 bytes, the whole guaranteed push-constant range
@@ -71,11 +69,38 @@ const uint M4 = 0x0F0F0F0Fu;
 
 shared float red[TOK * WG];
 
-// NORM_EPS: token k's 1 / rms, which main_resid's last workgroup left after the sums of
-// squares (the .x of the pair after them).
+// NORM_EPS: the sums of squares of this invocation's share (the first 4 per token loaded before
+// the matvec's loop, summed after it), reduced per subgroup into nred, then the scale per token.
+const uint NSS = 4u;
+float nss[NORM_EPS != 0u ? TOK * NSS : 1u];
+shared float nred[NORM_EPS != 0u ? TOK * 32u : 1u];  // subgroups of 4+ lanes for WG = 128
+uint norm_at(uint k) { return p.n_tok * (p.n_in >> 5) + min(k, p.n_tok - 1u) * (p.n_in >> 5); }
+void norm_load(uint tid) {
+    if (NORM_EPS == 0u) return;
+    const uint n_ss = p.n_in >> 5;
+    [[unroll]] for (uint k = 0u; k < TOK; ++k)
+        [[unroll]] for (uint j = 0u; j < NSS; ++j) {
+            const uint i = tid + j * WG;
+            nss[k * NSS + j] = i < n_ss ? p.xd.v[norm_at(k) + i].x : 0.0;
+        }
+}
+// Every invocation; a barrier must follow before norm_scale.
+void norm_reduce(uint tid) {
+    if (NORM_EPS == 0u) return;
+    const uint n_ss = p.n_in >> 5;
+    [[unroll]] for (uint k = 0u; k < TOK; ++k) {
+        float v = 0.0;
+        [[unroll]] for (uint j = 0u; j < NSS; ++j) v += nss[k * NSS + j];
+        for (uint i = tid + NSS * WG; i < n_ss; i += WG) v += p.xd.v[norm_at(k) + i].x;
+        v = subgroupAdd(v);
+        if (subgroupElect()) nred[k * gl_NumSubgroups + gl_SubgroupID] = v;
+    }
+}
 float norm_scale(uint k) {
     if (NORM_EPS == 0u) return 1.0;
-    return p.xd.v[2u * p.n_tok * (p.n_in >> 5) + min(k, p.n_tok - 1u)].x;
+    float ss = 0.0;
+    for (uint j = 0u; j < gl_NumSubgroups; ++j) ss += nred[k * gl_NumSubgroups + j];
+    return inversesqrt(ss / float(p.n_in) + uintBitsToFloat(NORM_EPS));
 }
 
 shared float fin[TOK * ROWS];  // ROPE: the workgroup's results, then rotated
@@ -417,6 +442,7 @@ void main_share() {
         sh_ro[r] = min(o, part_rows(part) - 1u) * p.row_bytes;
     }
     [[unroll]] for (uint i = 0u; i < ROWS * TOK; ++i) sh_acc[i] = 0.0;
+    norm_load(tid);
     const uint n_items = items_per_row();
     // Two items per trip: the second item's loads issue before the first one's dots wait.
     uint it = tid;
@@ -432,6 +458,7 @@ void main_share() {
         const float s = subgroupAdd(sh_acc[i]);
         if (subgroupElect()) red[i * gl_NumSubgroups + gl_SubgroupID] = s;
     }
+    norm_reduce(tid);
     barrier();
     // Invocation r * TOK + k finishes row slot r for token k.
     const uint nt = min(TOK, p.n_tok), r = tid / TOK, k = tid % TOK;
@@ -452,7 +479,6 @@ void main_share() {
 // bias1 when has_bias bit 1; values at w1, (d, s) as words at w2) and the block's sum of squares
 // (w2, after the n_tok * n_out / 32 scales, as the .x of a pair) for the matvecs reading the norm.
 shared float rv[2u * 32u], rsq[2u * 32u];
-shared uint ticket;
 void main_resid() {
     const uint tid = gl_LocalInvocationID.x, grp = tid / 128u, gt = tid % 128u;
     const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u;
@@ -504,34 +530,6 @@ void main_resid() {
             }
         }
     }
-    // The last workgroup to finish (a ticket taken after every workgroup's stores are made
-    // visible) turns the blocks' sums into each token's 1 / rms for the matvecs after it, and
-    // resets the ticket (a word past both q8 regions, n_out1 words from w1) for the next one.
-    // One float per token for those matvecs to read, not n_out / 32 each: at 2 rows per
-    // workgroup the sums alone were a fifth of a gate + up workgroup's bytes.
-    memoryBarrierBuffer();
-    barrier();
-    if (tid == 0u) ticket = atomicAdd(p.w1.v[p.n_out1], 1u);
-    barrier();
-    const uint nb = p.n_out >> 5;
-    if (ticket != nb - 1u) return;
-    memoryBarrierBuffer();
-    for (uint k2 = 0u; k2 < nt; ++k2) {
-        float v = 0.0;
-        for (uint b = tid; b < nb; b += WG)
-            v += uintBitsToFloat(atomicOr(p.w2.v[2u * (nt * nb + k2 * nb + b)], 0u));
-        v = subgroupAdd(v);
-        if (subgroupElect()) red[gl_SubgroupID] = v;
-        barrier();
-        if (tid == 0u) {
-            float ss = 0.0;
-            for (uint j2 = 0u; j2 < gl_NumSubgroups; ++j2) ss += red[j2];
-            p.w2.v[2u * (2u * nt * nb + k2)] =
-                floatBitsToUint(inversesqrt(ss / float(p.n_out) + uintBitsToFloat(NORM_EPS)));
-        }
-        barrier();
-    }
-    if (tid == 0u) atomicExchange(p.w1.v[p.n_out1], 0u);
 }
 
 void main() {
@@ -555,6 +553,7 @@ void main() {
     const uint ro = live ? o * p.row_bytes : 0u;
     float acc[TOK];
     [[unroll]] for (uint k = 0u; k < TOK; ++k) acc[k] = 0.0;
+    norm_load(tid);
     if (live) {
         const uint n_items = items_per_row();
         // Two items per trip: the second item's loads issue before the first one's dots wait.
@@ -565,6 +564,7 @@ void main() {
         }
         if (it < n_items) item(w, ro, it, acc);
     }
+    norm_reduce(tid);  // the barriers below order it before finish_row
 
     if (SUBGROUP_ADD != 0u) {
         const uint per_row = TPR / gl_SubgroupSize;  // subgroups per row

@@ -74,8 +74,7 @@ bool VulkanBackend::q8_for_next_matmul(const Graph& g, size_t at, TensorId x) co
 VulkanBackend::Ref VulkanBackend::q8_ref(int64_t n_in, int64_t T, bool alt) const {
     const auto values = uint64_t(n_in * T);
     const uint64_t at = alt ? q8_half_ : 0;
-    // values, (d, s) per 32, a folded norm's sums per 32 and then its scale per token.
-    return {kQ8Id, q8_buf_.address + at, at, q8_values_bytes(values) + values / 2 + 64};
+    return {kQ8Id, q8_buf_.address + at, at, q8_values_bytes(values) + values / 2};
 }
 
 uint64_t VulkanBackend::q8_scales_address(int64_t n_in, int64_t T, bool alt) const {
@@ -92,13 +91,12 @@ void VulkanBackend::ensure_q8_buffer(const Graph& g) {
             need = std::max(need, q8_ref(x.cols(), x.rows()).size);
     }
     need = (std::max<uint64_t>(need, 32 << 10) + 255) / 256 * 256;
-    if (2 * need + 256 <= q8_buf_.size) return;
+    if (2 * need <= q8_buf_.size) return;
     vkDeviceWaitIdle(ctx_->device());
     ctx_->destroy(q8_buf_);
     ++generation_;
-    q8_half_ = need;  // two regions: the quantisers' and matvec_q8 RESID's, then its ticket
-    q8_buf_ = ctx_->create_device_buffer(2 * need + 256, "q8 activations");
-    ctx_->fill_zero(q8_buf_);  // the ticket starts at 0 (each RESID dispatch leaves it so)
+    q8_half_ = need;  // two regions: the quantisers' and matvec_q8 RESID's
+    q8_buf_ = ctx_->create_device_buffer(2 * need, "q8 activations");
 }
 
 void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
@@ -273,15 +271,13 @@ size_t VulkanBackend::try_fuse_resid_norm(const Graph& g, size_t at) {
     p.bias1 = nw.buffer >= 0 ? nw.address : wr.address;
     p.has_bias = (bias.buffer >= 0 ? 1u : 0u) | (nw.buffer >= 0 ? 2u : 0u);
     p.w1 = out.address, p.w2 = q8_scales_address(cols, T, true);
-    p.n_out1 = u32(q8_half_ / 4);  // the ticket: the word after both regions, from w1
-    const Ref ticket{kQ8Id, q8_buf_.address + 2 * q8_half_, 2 * q8_half_, 4};
     p.n_in = u32(n_in), p.n_out = u32(cols), p.n_tok = u32(T);
     p.row_bytes = u32(row_bytes(w.type, uint64_t(w.ne[0])));
     const uint64_t groups = uint64_t(cols) / kResidRows;
-    dispatch("matvec_q8",
-             {shader_type(g, mm.src[0]), kResidWorkgroup, 4u, T == 1 ? 1u : 2u, 1u, 1u, 0u, 1u, 1u,
-              std::bit_cast<uint32_t>(norm.f[0])},
-             &p, sizeof p, split_x(groups), 1, split_z(groups), {q, r}, {sum, out, ticket});
+    dispatch(
+        "matvec_q8",
+        {shader_type(g, mm.src[0]), kResidWorkgroup, 4u, T == 1 ? 1u : 2u, 1u, 1u, 0u, 1u, 1u, 0u},
+        &p, sizeof p, split_x(groups), 1, split_z(groups), {q, r}, {sum, out});
     pending_norm_ = PendingNorm{norm.out, last, ref(g, norm.out), sum, nw, cols, T, norm.f[0]};
     q8_src_ = pending_norm_.y.address, q8_src_cols_ = cols, q8_src_rows_ = T;
     q8_alt_ = true;
