@@ -874,7 +874,8 @@ size_t HipBackend::run_matvec_resid_norm(const Graph& g, size_t at) {
     const Weight& w = weight_of(g, mm.src[0]);
     if (rows > kQ8NormMaxTokens || st.rows() != rows || w.desc.ne[0] != n_in ||
         w.desc.ne[1] != cols || (norm.i[0] > 0 && norm.i[0] != cols) ||
-        g.tensor(norm.out).role != TensorRole::Activation || !q8_for_next_matmul(g, norm) ||
+        g.tensor(norm.out).role != TensorRole::Activation ||
+        g.tensor(mm.out).role != TensorRole::Activation || !q8_for_next_matmul(g, norm) ||
         q8_scratch_.size() < q8_act_bytes(n_in, rows))
         return 0;
     // The matvec's own output is never written: nothing but the add may read it. The norm's

@@ -243,7 +243,8 @@ size_t VulkanBackend::try_fuse_resid_norm(const Graph& g, size_t at) {
     const WeightDesc& w = weight_desc(g, mm.src[0]);
     if (T > 2 || st.rows() != T || w.ne[0] != n_in || w.ne[1] != cols || cols % kResidRows != 0 ||
         (norm.i[0] > 0 && norm.i[0] != cols) || g.tensor(norm.out).role != TensorRole::Activation ||
-        !q8_matvec_ok(g, mm.src[0], T) || !q8_for_next_matmul(g, j + 2, norm.out))
+        g.tensor(mm.out).role != TensorRole::Activation || !q8_matvec_ok(g, mm.src[0], T) ||
+        !q8_for_next_matmul(g, j + 2, norm.out))
         return 0;
     // The matvec's output is never written (only the add may read it); the norm's is written
     // only if something other than a q8 matvec reads it (from the sum, which nothing may write
