@@ -20,8 +20,8 @@
 // The norm folded in (RESID / NORM_EPS): an RMSNorm's 1 / rms(x) is one number per token, so a
 // matvec reading the norm can dot the unnormalised x * w and scale its sums afterwards; the
 // int8 rounding is per 32 values, so the projection before the norm (a workgroup of 32 rows)
-// can leave the q8 activations of x * w and each block's sum of squares (after the scales, as
-// the .x of vec2s), and the norm needs no dispatch of its own.
+// can leave the q8 activations of x * w and each block's sum of squares (floats after the
+// scales), and the norm needs no dispatch of its own.
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 #extension GL_EXT_spirv_intrinsics : require
@@ -71,31 +71,36 @@ shared float red[TOK * WG];
 
 // NORM_EPS: the sums of squares of this invocation's share (the first 4 per token loaded before
 // the matvec's loop, summed after it), reduced per subgroup into nred, then the scale per token.
-// (Every workgroup reads all n_in / 32 sums: at 2 rows a workgroup that is a fifth of its bytes
-// again. The RESID dispatch's last workgroup computing the scales instead (a ticket after a
+// (Every workgroup reads all n_in / 32 sums, packed two to a vec2: at 2 rows a workgroup that
+// is a tenth of its bytes again. The RESID dispatch's last workgroup computing the scales instead (a ticket after a
 // memory barrier in every workgroup) moved the cost into a serial tail there: H200, 70B Q4_0
 // 68.6 against 71.1 tok/s this way.)
 const uint NSS = 4u;
 float nss[NORM_EPS != 0u ? TOK * NSS : 1u];
 shared float nred[NORM_EPS != 0u ? TOK * 32u : 1u];  // subgroups of 4+ lanes for WG = 128
-uint norm_at(uint k) { return p.n_tok * (p.n_in >> 5) + min(k, p.n_tok - 1u) * (p.n_in >> 5); }
+// Token k's sums, as pairs (.x + .y) after the n_tok * n_in / 32 scales.
+uint norm_at(uint k) { return p.n_tok * (p.n_in >> 5) + min(k, p.n_tok - 1u) * (p.n_in >> 6); }
 void norm_load(uint tid) {
     if (NORM_EPS == 0u) return;
-    const uint n_ss = p.n_in >> 5;
+    const uint n_pairs = p.n_in >> 6;
     [[unroll]] for (uint k = 0u; k < TOK; ++k)
         [[unroll]] for (uint j = 0u; j < NSS; ++j) {
             const uint i = tid + j * WG;
-            nss[k * NSS + j] = i < n_ss ? p.xd.v[norm_at(k) + i].x : 0.0;
+            const vec2 s = i < n_pairs ? p.xd.v[norm_at(k) + i] : vec2(0.0);
+            nss[k * NSS + j] = s.x + s.y;
         }
 }
 // Every invocation; a barrier must follow before norm_scale.
 void norm_reduce(uint tid) {
     if (NORM_EPS == 0u) return;
-    const uint n_ss = p.n_in >> 5;
+    const uint n_pairs = p.n_in >> 6;
     [[unroll]] for (uint k = 0u; k < TOK; ++k) {
         float v = 0.0;
         [[unroll]] for (uint j = 0u; j < NSS; ++j) v += nss[k * NSS + j];
-        for (uint i = tid + NSS * WG; i < n_ss; i += WG) v += p.xd.v[norm_at(k) + i].x;
+        for (uint i = tid + NSS * WG; i < n_pairs; i += WG) {
+            const vec2 s = p.xd.v[norm_at(k) + i];
+            v += s.x + s.y;
+        }
         v = subgroupAdd(v);
         if (subgroupElect()) nred[k * gl_NumSubgroups + gl_SubgroupID] = v;
     }
@@ -481,7 +486,7 @@ void main_share() {
 // of 128 invocations run main_share's loop over 4 rows each; then invocation k * 32 + j holds
 // row 32b + j of token k: y = resid (y1) + W x (+ bias), written; the q8 block of y * w (w:
 // bias1 when has_bias bit 1; values at w1, (d, s) as words at w2) and the block's sum of squares
-// (w2, after the n_tok * n_out / 32 scales, as the .x of a pair) for the matvecs reading the norm.
+// (w2, floats after the n_tok * n_out / 32 scales) for the matvecs reading the norm.
 shared float rv[2u * 32u], rsq[2u * 32u];
 void main_resid() {
     const uint tid = gl_LocalInvocationID.x, grp = tid / 128u, gt = tid % 128u;
@@ -530,7 +535,7 @@ void main_resid() {
                 for (uint e = 0u; e < 32u; ++e) ss += rsq[k2 * 32u + e];
                 p.w2.v[2u * b] = floatBitsToUint(sc.x);
                 p.w2.v[2u * b + 1u] = floatBitsToUint(sc.y);
-                p.w2.v[2u * (nt * (p.n_out >> 5) + b)] = floatBitsToUint(ss);
+                p.w2.v[2u * nt * (p.n_out >> 5) + b] = floatBitsToUint(ss);
             }
         }
     }

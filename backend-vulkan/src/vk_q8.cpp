@@ -221,7 +221,8 @@ bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) cons
 // main_share's loop), 32 rows each, their quantiser's 8-lane shuffles; the matvecs after it
 // reduce the norm's sums with subgroupAdd.
 size_t VulkanBackend::try_fuse_resid_norm(const Graph& g, size_t at) {
-    constexpr uint32_t kResidWorkgroup = 1024, kResidRows = 32;
+    // Rows of a multiple of 64: the readers take the block sums two at a time.
+    constexpr uint32_t kResidWorkgroup = 1024, kResidRows = 32, kResidCols = 64;
     const std::vector<Node>& nodes = g.nodes();
     const Node& mm = nodes[at];
     if (!fuse_ || !q8_ || !norm_fuse_ || mm.op != Op::MatMul || !pd_.subgroup_arithmetic ||
@@ -241,7 +242,7 @@ size_t VulkanBackend::try_fuse_resid_norm(const Graph& g, size_t at) {
     const GraphTensor &xt = g.tensor(mm.src[1]), &st = g.tensor(add.out);
     const int64_t T = xt.rows(), n_in = xt.cols(), cols = st.cols();
     const WeightDesc& w = weight_desc(g, mm.src[0]);
-    if (T > 2 || st.rows() != T || w.ne[0] != n_in || w.ne[1] != cols || cols % kResidRows != 0 ||
+    if (T > 2 || st.rows() != T || w.ne[0] != n_in || w.ne[1] != cols || cols % kResidCols != 0 ||
         (norm.i[0] > 0 && norm.i[0] != cols) || g.tensor(norm.out).role != TensorRole::Activation ||
         g.tensor(mm.out).role != TensorRole::Activation || !q8_matvec_ok(g, mm.src[0], T) ||
         !q8_for_next_matmul(g, j + 2, norm.out))
