@@ -71,10 +71,11 @@ shared float red[TOK * WG];
 
 // NORM_EPS: the sums of squares of this invocation's share (the first 4 per token loaded before
 // the matvec's loop, summed after it), reduced per subgroup into nred, then the scale per token.
-// (Every workgroup reads all n_in / 32 sums, packed two to a vec2: at 2 rows a workgroup that
-// is a tenth of its bytes again. The RESID dispatch's last workgroup computing the scales instead (a ticket after a
-// memory barrier in every workgroup) moved the cost into a serial tail there: H200, 70B Q4_0
-// 68.6 against 71.1 tok/s this way.)
+// Every workgroup reads all n_in / 32 sums (packed two to a vec2). H200, 8B Q4_0: gate + up
+// 19.7 -> 22.8 us with the fold, the same whether the sums were vec2 .x's or packed (so not
+// their bytes); the RESID dispatch's last workgroup computing the scales instead (a ticket after
+// a memory barrier in every workgroup) took that away but put a serial tail on the projections:
+// 70B Q4_0 68.6 against 71.1 tok/s.
 const uint NSS = 4u;
 float nss[NORM_EPS != 0u ? TOK * NSS : 1u];
 shared float nred[NORM_EPS != 0u ? TOK * 32u : 1u];  // subgroups of 4+ lanes for WG = 128
