@@ -77,7 +77,7 @@ shared float red[TOK * WG];
 // a memory barrier in every workgroup) took that away but put a serial tail on the projections:
 // 70B Q4_0 68.6 against 71.1 tok/s.
 const uint NSS = 4u;
-vec2 nss[NORM_EPS != 0u ? TOK * NSS : 1u];
+float nss[NORM_EPS != 0u ? TOK * NSS : 1u];
 shared float nred[NORM_EPS != 0u ? TOK * 32u : 1u];  // subgroups of 4+ lanes for WG = 128
 // Token k's sums, as pairs (.x + .y) after the n_tok * n_in / 32 scales.
 uint norm_at(uint k) { return p.n_tok * (p.n_in >> 5) + min(k, p.n_tok - 1u) * (p.n_in >> 6); }
@@ -85,8 +85,11 @@ void norm_load(uint tid) {
     if (NORM_EPS == 0u) return;
     const uint n_pairs = p.n_in >> 6;
     [[unroll]] for (uint k = 0u; k < TOK; ++k)
-        [[unroll]] for (uint j = 0u; j < NSS; ++j)  // unconditional: nothing waits on it here
-            nss[k * NSS + j] = p.xd.v[norm_at(k) + min(tid + j * WG, n_pairs - 1u)];
+        [[unroll]] for (uint j = 0u; j < NSS; ++j) {
+            const uint i = tid + j * WG;
+            const vec2 s = i < n_pairs ? p.xd.v[norm_at(k) + i] : vec2(0.0);
+            nss[k * NSS + j] = s.x + s.y;
+        }
 }
 // Every invocation; a barrier must follow before norm_scale.
 void norm_reduce(uint tid) {
@@ -94,8 +97,7 @@ void norm_reduce(uint tid) {
     const uint n_pairs = p.n_in >> 6;
     [[unroll]] for (uint k = 0u; k < TOK; ++k) {
         float v = 0.0;
-        [[unroll]] for (uint j = 0u; j < NSS; ++j)
-            if (tid + j * WG < n_pairs) v += nss[k * NSS + j].x + nss[k * NSS + j].y;
+        [[unroll]] for (uint j = 0u; j < NSS; ++j) v += nss[k * NSS + j];
         for (uint i = tid + NSS * WG; i < n_pairs; i += WG) {
             const vec2 s = p.xd.v[norm_at(k) + i];
             v += s.x + s.y;
