@@ -75,7 +75,8 @@ shared float red[TOK * WG];
 // 19.7 -> 22.8 us with the fold, the same whether the sums were vec2 .x's or packed (so not
 // their bytes); the RESID dispatch's last workgroup computing the scales instead (a ticket after
 // a memory barrier in every workgroup) took that away but put a serial tail on the projections:
-// 70B Q4_0 68.6 against 71.1 tok/s.
+// 70B Q4_0 68.6 against 71.1 tok/s. Holding the raw pairs in registers through the loop
+// (summed after it) was slower again: 70B 67.4.
 const uint NSS = 4u;
 float nss[NORM_EPS != 0u ? TOK * NSS : 1u];
 shared float nred[NORM_EPS != 0u ? TOK * 32u : 1u];  // subgroups of 4+ lanes for WG = 128
