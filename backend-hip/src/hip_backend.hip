@@ -206,7 +206,8 @@ class HipBackend final : public Backend {
     // Nodes at, at + 1: a Rope and the KvStore of its output as one launch; 2, or 0.
     size_t run_rope_store(const Graph& g, size_t at);
     // Nodes at..: a q8 matvec, (its one-rank AllReduce,) the residual Add of its output and the
-    // RMSNorm of that sum over whole rows, read next by a q8 matvec: one launch
+    // RMSNorm of that sum over whole rows (match_matvec_resid_norm), read next by a q8 matvec:
+    // one launch
     // (launch_matvec_q8_resid_norm) writes the sum and leaves the norm to the matvecs reading
     // it (pending_). Returns the nodes run, 0: not applicable.
     size_t run_matvec_resid_norm(const Graph& g, size_t at);
@@ -267,7 +268,7 @@ class HipBackend final : public Backend {
         Q8Norm q8;
     };
     PendingNorm pending_;
-    std::vector<int32_t> last_read_, last_write_;  // by tensor: node index (enqueue_step)
+    TensorUses uses_;         // of the step being enqueued (run_matvec_resid_norm)
     DeviceBuffer q8_alt_;     // the q8 activations run_matvec_resid_norm leaves
     DeviceBuffer norm_ss_;    // and its sums of squares [rows, cols / 32]
     bool q8_alt_in_ = false;  // q8_src_'s activations are in q8_alt_ (else q8_scratch_)
@@ -482,15 +483,7 @@ void HipBackend::enqueue_step(const Graph& g) {
           "copying step inputs");
     q8_src_ = nullptr;
     pending_ = {};
-    // Each tensor's last reader and last writer (run_matvec_resid_norm).
-    last_read_.assign(g.tensors().size(), 0);
-    last_write_.assign(g.tensors().size(), 0);
-    for (size_t i = 0; i < g.nodes().size(); ++i) {
-        const Node& n = g.nodes()[i];
-        for (TensorId t : n.src)
-            if (t != kNoTensor) last_read_[static_cast<size_t>(t)] = int32_t(i);
-        last_write_[static_cast<size_t>(n.out)] = int32_t(i);
-    }
+    uses_ = tensor_uses(g);
     rope_keys_.clear();
     enqueued_.assign(g.nodes().size(), false);
     if (profile_.on()) {
@@ -857,40 +850,22 @@ size_t HipBackend::run_add_norm(const Graph& g, size_t at) {
 }
 
 size_t HipBackend::run_matvec_resid_norm(const Graph& g, size_t at) {
-    const auto& nodes = g.nodes();
-    const Node& mm = nodes[at];
-    if (!norm_fuse_ || !q8_enabled_ || mm.op != Op::MatMul) return 0;
-    size_t j = at + 1;  // the Add, after the matvec's all-reduce (an identity on one rank)
-    if (j < nodes.size() && nodes[j].op == Op::AllReduce && nodes[j].src[0] == mm.out &&
-        nodes[j].out == mm.out && !multi_rank())
-        ++j;
-    if (j + 1 >= nodes.size()) return 0;
-    const Node &add = nodes[j], &norm = nodes[j + 1];
-    if (add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out) return 0;
-    const TensorId resid = add.src[0] == mm.out ? add.src[1] : add.src[0];
-    if ((add.src[0] != mm.out && add.src[1] != mm.out) || resid == mm.out) return 0;
-    const GraphTensor &xt = g.tensor(mm.src[1]), &st = g.tensor(add.out);
-    const int64_t rows = xt.rows(), n_in = xt.cols(), cols = st.cols();
+    const Node& first = g.nodes()[at];
+    if (!norm_fuse_ || !q8_enabled_ || first.op != Op::MatMul ||
+        g.tensor(first.src[1]).rows() > kQ8NormMaxTokens)
+        return 0;
+    const auto m = match_matvec_resid_norm(g, at, uses_, !multi_rank());
+    if (!m) return 0;
+    const Node &mm = *m->mm, &norm = *m->norm;
+    const GraphTensor& xt = g.tensor(mm.src[1]);
+    const int64_t rows = xt.rows(), n_in = xt.cols(), cols = g.tensor(mm.out).cols();
     const Weight& w = weight_of(g, mm.src[0]);
-    if (rows > kQ8NormMaxTokens || st.rows() != rows || w.desc.ne[0] != n_in ||
-        w.desc.ne[1] != cols || (norm.i[0] > 0 && norm.i[0] != cols) ||
-        g.tensor(norm.out).role != TensorRole::Activation ||
-        g.tensor(mm.out).role != TensorRole::Activation || !q8_for_next_matmul(g, norm) ||
+    if (w.desc.ne[0] != n_in || !q8_for_next_matmul(g, norm) ||
         q8_scratch_.size() < q8_act_bytes(n_in, rows))
         return 0;
-    // The matvec's own output is never written: nothing but the add may read it. The norm's
-    // output is written only if something other than a q8 matvec reads it (materialise_norm,
-    // from the sum): nothing may write the sum or the norm's output again (in place) later.
-    const auto at_of = [](const std::vector<int32_t>& v, TensorId id) {
-        return static_cast<size_t>(v[static_cast<size_t>(id)]);
-    };
-    const size_t last = at_of(last_read_, norm.out);
-    if (at_of(last_read_, mm.out) > j || at_of(last_write_, add.out) != j ||
-        at_of(last_write_, norm.out) != j + 1 || last <= j + 1)
-        return 0;
     auto f32 = [&](TensorId id) { return reinterpret_cast<float*>(data_of(g, id)); };
-    const float *x = f32(mm.src[1]), *r = f32(resid);
-    float* sum = f32(add.out);
+    const float *x = f32(mm.src[1]), *r = f32(m->resid);
+    float* sum = f32(m->add->out);
     const int64_t n = rows * cols;
     if (sum != r && sum < r + n && r < sum + n) return 0;  // in place or apart
     if (x == pending_.y) return 0;  // its q8 activations are in q8_alt_, which this launch writes
@@ -903,12 +878,12 @@ size_t HipBackend::run_matvec_resid_norm(const Graph& g, size_t at) {
                                      stream_))
         return 0;
     pending_ = {};
-    pending_.y = f32(norm.out), pending_.id = norm.out, pending_.last = last;
+    pending_.y = f32(norm.out), pending_.id = norm.out, pending_.last = m->last;
     pending_.x = sum, pending_.w = nw, pending_.cols = cols, pending_.rows = rows;
     pending_.q8 = Q8Norm{reinterpret_cast<const float*>(norm_ss_.data()), norm.f[0]};
     set_q8_src(pending_.y, rows, cols);
     q8_alt_in_ = true;
-    return j + 2 - at;
+    return m->nodes;
 }
 
 void HipBackend::materialise_norm() {

@@ -365,15 +365,7 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
         q8_alt_ = false;
         pending_norm_ = PendingNorm{};
         done_.assign(n_nodes, false);
-        // Each tensor's last reader and last writer (try_fuse_resid_norm).
-        last_read_.assign(g.tensors().size(), 0);
-        last_write_.assign(g.tensors().size(), 0);
-        for (size_t i = 0; i < n_nodes; ++i) {
-            const Node& n = g.nodes()[i];
-            for (TensorId t : n.src)
-                if (t != kNoTensor) last_read_[size_t(t)] = int32_t(i);
-            last_write_[size_t(n.out)] = int32_t(i);
-        }
+        uses_ = tensor_uses(g);
         for (size_t i = 0; i < n_nodes; ++i) {
             if (done_[i]) continue;  // recorded with an earlier node (q + k's ropes)
             const Node& n = g.nodes()[i];

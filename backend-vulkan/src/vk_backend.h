@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tandem/backend/backend.h"
+#include "tandem/backend/fusion.h"
 #include "vk_context.h"
 #include "vk_pipelines.h"
 #include "vk_profiler.h"
@@ -143,7 +144,8 @@ class VulkanBackend final : public Backend {
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
     // Nodes at..: a q8 matvec, (its one-rank AllReduce,) the residual Add of its output and the
-    // RmsNorm of that sum over whole rows, read next by a q8 matvec: one matvec_q8 dispatch
+    // RmsNorm of that sum over whole rows (match_matvec_resid_norm), read next by a q8 matvec:
+    // one matvec_q8 dispatch
     // (RESID) writes the sum and the q8 activations of sum * w, and the matvecs reading the norm
     // scale their sums (NORM_EPS; pending_norm_). Returns the nodes recorded, 0: none.
     size_t try_fuse_resid_norm(const Graph& g, size_t at);
@@ -252,7 +254,7 @@ class VulkanBackend final : public Backend {
     };
     PendingNorm pending_norm_;
     bool norm_fuse_ = true;  // TANDEM_VK_NORM_FUSE=0: norms dispatch on their own
-    std::vector<int32_t> last_read_, last_write_;  // by tensor: node index (per recording)
+    TensorUses uses_;        // of the graph being recorded (try_fuse_resid_norm)
     // Nodes already recorded with an earlier one out of order (the ropes and K store of a q + k
     // group whose v has another weight type), by index; reset per recording.
     std::vector<bool> done_;

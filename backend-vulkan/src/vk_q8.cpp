@@ -223,41 +223,22 @@ bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) cons
 size_t VulkanBackend::try_fuse_resid_norm(const Graph& g, size_t at) {
     // Rows of a multiple of 64: the readers take the block sums two at a time.
     constexpr uint32_t kResidWorkgroup = 1024, kResidRows = 32, kResidCols = 64;
-    const std::vector<Node>& nodes = g.nodes();
-    const Node& mm = nodes[at];
-    if (!fuse_ || !q8_ || !norm_fuse_ || mm.op != Op::MatMul || !pd_.subgroup_arithmetic ||
+    const Node& first = g.nodes()[at];
+    if (!fuse_ || !q8_ || !norm_fuse_ || first.op != Op::MatMul || !pd_.subgroup_arithmetic ||
         pd_.subgroup_size < 8 || kQ8Workgroup % pd_.subgroup_size != 0 ||
-        pd_.max_workgroup_invocations < kResidWorkgroup)
+        pd_.max_workgroup_invocations < kResidWorkgroup || g.tensor(first.src[1]).rows() > 2)
         return 0;
-    size_t j = at + 1;  // the Add, after the matvec's all-reduce (an identity on one rank)
-    const bool one_rank = !collective_ || collective_->n_ranks() <= 1;
-    if (j < nodes.size() && nodes[j].op == Op::AllReduce && nodes[j].src[0] == mm.out &&
-        nodes[j].out == mm.out && one_rank)
-        ++j;
-    if (j + 1 >= nodes.size()) return 0;
-    const Node &add = nodes[j], &norm = nodes[j + 1];
-    if (add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out) return 0;
-    const TensorId resid = add.src[0] == mm.out ? add.src[1] : add.src[0];
-    if ((add.src[0] != mm.out && add.src[1] != mm.out) || resid == mm.out) return 0;
-    const GraphTensor &xt = g.tensor(mm.src[1]), &st = g.tensor(add.out);
-    const int64_t T = xt.rows(), n_in = xt.cols(), cols = st.cols();
+    const auto m =
+        match_matvec_resid_norm(g, at, uses_, !collective_ || collective_->n_ranks() <= 1);
+    if (!m) return 0;
+    const Node &mm = *m->mm, &norm = *m->norm;
+    const GraphTensor& xt = g.tensor(mm.src[1]);
+    const int64_t T = xt.rows(), n_in = xt.cols(), cols = g.tensor(mm.out).cols();
     const WeightDesc& w = weight_desc(g, mm.src[0]);
-    if (T > 2 || st.rows() != T || w.ne[0] != n_in || w.ne[1] != cols || cols % kResidCols != 0 ||
-        (norm.i[0] > 0 && norm.i[0] != cols) || g.tensor(norm.out).role != TensorRole::Activation ||
-        g.tensor(mm.out).role != TensorRole::Activation || !q8_matvec_ok(g, mm.src[0], T) ||
-        !q8_for_next_matmul(g, j + 2, norm.out))
+    if (w.ne[0] != n_in || cols % kResidCols != 0 || !q8_matvec_ok(g, mm.src[0], T) ||
+        !q8_for_next_matmul(g, at + m->nodes, norm.out))
         return 0;
-    // The matvec's output is never written (only the add may read it); the norm's is written
-    // only if something other than a q8 matvec reads it (from the sum, which nothing may write
-    // again later).
-    const auto at_of = [](const std::vector<int32_t>& v, TensorId id) {
-        return static_cast<size_t>(v[static_cast<size_t>(id)]);
-    };
-    const size_t last = at_of(last_read_, norm.out);
-    if (at_of(last_read_, mm.out) > j || at_of(last_write_, add.out) != j ||
-        at_of(last_write_, norm.out) != j + 1 || last <= j + 1)
-        return 0;
-    const Ref x = ref(g, mm.src[1]), r = ref(g, resid), sum = ref(g, add.out);
+    const Ref x = ref(g, mm.src[1]), r = ref(g, m->resid), sum = ref(g, m->add->out);
     const Ref nw = ref(g, norm.src[1]), bias = ref(g, mm.src[2]), wr = ref(g, mm.src[0]);
     if (overlap(sum, r) && sum.offset != r.offset) return 0;  // in place or apart
     if (pending_norm_.id != kNoTensor && pending_norm_.y.address == x.address) return 0;
@@ -280,10 +261,10 @@ size_t VulkanBackend::try_fuse_resid_norm(const Graph& g, size_t at) {
         "matvec_q8",
         {shader_type(g, mm.src[0]), kResidWorkgroup, 4u, T == 1 ? 1u : 2u, 1u, 1u, 0u, 1u, 1u, 0u},
         &p, sizeof p, split_x(groups), 1, split_z(groups), {q, r}, {sum, out});
-    pending_norm_ = PendingNorm{norm.out, last, ref(g, norm.out), sum, nw, cols, T, norm.f[0]};
+    pending_norm_ = PendingNorm{norm.out, m->last, ref(g, norm.out), sum, nw, cols, T, norm.f[0]};
     q8_src_ = pending_norm_.y.address, q8_src_cols_ = cols, q8_src_rows_ = T;
     q8_alt_ = true;
-    return j + 2 - at;
+    return m->nodes;
 }
 
 void VulkanBackend::materialise_norm() {

@@ -2,7 +2,8 @@
 // matvec: the graph builder's attention block matches (normal and NeoX), and each thing that must
 // keep the separate kernels does not: another reader of the raw k / v / roped k, a partial rotary
 // dimension, ropes that differ, caches of two types, a q norm between matmul and rope, an output
-// tensor instead of an activation, and a run cut short. No backend needed.
+// tensor instead of an activation, and a run cut short. match_matvec_resid_norm, the projection +
+// residual add + norm run both fold into their matvecs, likewise. No backend needed.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -102,6 +103,95 @@ TEST(FusionMatch, WhatMustStaySeparateDoesNotMatch) {
         block(RopeMode::Normal, 64, DType::F16, [](std::vector<Node>& n, Block&) { n.resize(7); });
     EXPECT_FALSE(match_qkv_rope(cut.g, 1));
     EXPECT_FALSE(match_qkv_rope(cut.g, 100));
+}
+
+// An output projection, its all-reduce, the residual add and the next norm, read by a matmul
+// (as the graph builder ends an attention block); `edit` may change the nodes.
+struct ResidBlock {
+    Graph g;
+    TensorId a, o, resid, sum, normed, y;
+};
+ResidBlock resid_block(const std::function<void(std::vector<Node>&, ResidBlock&)>& edit = nullptr) {
+    ResidBlock b;
+    b.a = b.g.input(0, "attn", DType::F32, 256);
+    b.resid = b.g.input(1, "resid", DType::F32, 256);
+    b.o = b.g.activation("o", 256, 1);
+    b.sum = b.g.activation("sum", 256, 1);
+    b.normed = b.g.activation("normed", 256, 1);
+    b.y = b.g.output(0, "y", 64, 1);
+    const TensorId wo = b.g.weight(0, "wo", DType::Q4_0, {256, 256, 1});
+    const TensorId nw = b.g.weight(1, "nw", DType::F32, {256, 1, 1});
+    const TensorId wq = b.g.weight(2, "wq", DType::Q4_0, {256, 64, 1});
+    std::vector<Node> nodes = {
+        make_node(Op::MatMul, b.o, {wo, b.a}),
+        make_node(Op::AllReduce, b.o, {b.o}),
+        make_node(Op::Add, b.sum, {b.resid, b.o}),
+        make_node(Op::RmsNorm, b.normed, {b.sum, nw}, {0, 0, 0, 0}, {1e-5f, 0}),
+        make_node(Op::MatMul, b.y, {wq, b.normed}),
+    };
+    if (edit) edit(nodes, b);
+    for (const Node& n : nodes) b.g.add_node(n);
+    return b;
+}
+
+TEST(FusionMatch, ProjectionAddNormMatches) {
+    ResidBlock b = resid_block();
+    const TensorUses u = tensor_uses(b.g);
+    EXPECT_EQ(u.last_read[size_t(b.sum)], 3);
+    EXPECT_EQ(u.last_write[size_t(b.o)], 1);  // the all-reduce, in place
+    const auto m = match_matvec_resid_norm(b.g, 0, u, true);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->mm, &b.g.nodes()[0]);
+    EXPECT_EQ(m->add, &b.g.nodes()[2]);
+    EXPECT_EQ(m->norm, &b.g.nodes()[3]);
+    EXPECT_EQ(m->resid, b.resid);
+    EXPECT_EQ(m->nodes, 4u);
+    EXPECT_EQ(m->last, 4u);
+    // More than one rank: the all-reduce is a real one and must run.
+    EXPECT_FALSE(match_matvec_resid_norm(b.g, 0, u, false));
+    // Without the all-reduce, and with the add's inputs the other way round.
+    ResidBlock plain = resid_block([](std::vector<Node>& n, ResidBlock& b) {
+        n.erase(n.begin() + 1);
+        n[1].src = {b.o, b.resid, kNoTensor, kNoTensor, kNoTensor};
+    });
+    const auto mp = match_matvec_resid_norm(plain.g, 0, tensor_uses(plain.g), false);
+    ASSERT_TRUE(mp);
+    EXPECT_EQ(mp->resid, plain.resid);
+    EXPECT_EQ(mp->nodes, 3u);
+    EXPECT_FALSE(match_matvec_resid_norm(b.g, 1, u, true));  // not a matmul
+}
+
+TEST(FusionMatch, ProjectionAddNormThatMustStaySeparateDoesNotMatch) {
+    using Edit = std::function<void(std::vector<Node>&, ResidBlock&)>;
+    const std::pair<const char*, Edit> cases[] = {
+        // The projection's output read by another node: it would never be written.
+        {"o read later",
+         [](std::vector<Node>& n, ResidBlock& b) {
+             n.push_back(make_node(Op::Copy, b.g.output(1, "peek", 256, 1), {b.o}));
+         }},
+        // The sum written again in place after the norm (its output may be written from it).
+        {"sum written again",
+         [](std::vector<Node>& n, ResidBlock& b) {
+             n.push_back(make_node(Op::AllReduce, b.sum, {b.sum}));
+         }},
+        // A per-head norm, not over whole rows.
+        {"head norm", [](std::vector<Node>& n, ResidBlock&) { n[3].i[0] = 64; }},
+        // Nothing reads the norm.
+        {"norm unread", [](std::vector<Node>& n, ResidBlock&) { n.pop_back(); }},
+        // The norm's output a step output (the host reads it).
+        {"norm output",
+         [](std::vector<Node>& n, ResidBlock& b) {
+             b.normed = b.g.output(1, "normed_out", 256, 1);
+             n[3].out = b.normed;
+             n[4].src[1] = b.normed;
+         }},
+        // The add of two other tensors.
+        {"add elsewhere", [](std::vector<Node>& n, ResidBlock& b) { n[2].src[1] = b.resid; }},
+    };
+    for (const auto& [what, edit] : cases) {
+        ResidBlock b = resid_block(edit);
+        EXPECT_FALSE(match_matvec_resid_norm(b.g, 0, tensor_uses(b.g), true)) << what;
+    }
 }
 
 }  // namespace

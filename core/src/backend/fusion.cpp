@@ -43,4 +43,47 @@ std::optional<QkvRopeMatch> match_qkv_rope(const Graph& g, size_t at) {
                         kc.type == DType::F16};
 }
 
+TensorUses tensor_uses(const Graph& g) {
+    TensorUses u;
+    u.last_read.assign(g.tensors().size(), 0);
+    u.last_write.assign(g.tensors().size(), 0);
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+        const Node& n = g.nodes()[i];
+        for (TensorId t : n.src)
+            if (t != kNoTensor) u.last_read[static_cast<size_t>(t)] = static_cast<int32_t>(i);
+        u.last_write[static_cast<size_t>(n.out)] = static_cast<int32_t>(i);
+    }
+    return u;
+}
+
+std::optional<MatvecResidNormMatch> match_matvec_resid_norm(const Graph& g, size_t at,
+                                                            const TensorUses& uses, bool one_rank) {
+    const std::vector<Node>& nodes = g.nodes();
+    if (at >= nodes.size() || uses.last_read.size() != g.tensors().size()) return std::nullopt;
+    const Node& mm = nodes[at];
+    if (mm.op != Op::MatMul) return std::nullopt;
+    size_t j = at + 1;  // the Add
+    if (j < nodes.size() && nodes[j].op == Op::AllReduce && nodes[j].src[0] == mm.out &&
+        nodes[j].out == mm.out && one_rank)
+        ++j;
+    if (j + 1 >= nodes.size()) return std::nullopt;
+    const Node &add = nodes[j], &norm = nodes[j + 1];
+    if (add.op != Op::Add || norm.op != Op::RmsNorm || norm.src[0] != add.out ||
+        (add.src[0] != mm.out && add.src[1] != mm.out))
+        return std::nullopt;
+    const TensorId resid = add.src[0] == mm.out ? add.src[1] : add.src[0];
+    const GraphTensor &o = g.tensor(mm.out), &s = g.tensor(add.out);
+    if (resid == mm.out || s.ne != o.ne || (norm.i[0] > 0 && norm.i[0] != s.cols()) ||
+        o.role != TensorRole::Activation || g.tensor(norm.out).role != TensorRole::Activation)
+        return std::nullopt;
+    const auto at_of = [](const std::vector<int32_t>& v, TensorId id) {
+        return static_cast<size_t>(v[static_cast<size_t>(id)]);
+    };
+    const size_t last = at_of(uses.last_read, norm.out);
+    if (at_of(uses.last_read, mm.out) > j || at_of(uses.last_write, add.out) != j ||
+        at_of(uses.last_write, norm.out) != j + 1 || last <= j + 1)
+        return std::nullopt;
+    return MatvecResidNormMatch{&mm, &add, &norm, resid, j + 2 - at, last};
+}
+
 }  // namespace tandem

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "tandem/backend/graph.h"
 
@@ -29,5 +30,32 @@ struct QkvRopeMatch {
     bool cache_f16;
 };
 std::optional<QkvRopeMatch> match_qkv_rope(const Graph& g, size_t at);
+
+// Each tensor's last reader and last writer (node indices; 0 where none), computed once per
+// step for the matchers that must know where a run's tensors are read or written again.
+struct TensorUses {
+    std::vector<int32_t> last_read, last_write;
+};
+TensorUses tensor_uses(const Graph& g);
+
+// nodes[at..]: a MatMul, an AllReduce of its output in place (only where one_rank, where it is an
+// identity; optional), the residual Add of its output and another tensor, and the RmsNorm of
+// that sum over whole rows, as the graph builder ends an attention or FFN block: a matvec can
+// write the sum itself and leave the norm to the matvecs that read it (the GPU backends fold the
+// norm into the matvecs around it). Matched when the matmul's output is an activation nothing but
+// the all-reduce and the add reads (it is never written), the norm's output is an activation read
+// after the run, and nothing writes the sum or the norm's output again (a backend that writes the
+// norm's output after all, from the sum, needs the sum as it was). `last`: the norm output's last
+// reader; `nodes`: the run's length (3 or 4).
+struct MatvecResidNormMatch {
+    const Node* mm;
+    const Node* add;
+    const Node* norm;
+    TensorId resid;  // the add's other input
+    size_t nodes;
+    size_t last;
+};
+std::optional<MatvecResidNormMatch> match_matvec_resid_norm(const Graph& g, size_t at,
+                                                            const TensorUses& uses, bool one_rank);
 
 }  // namespace tandem
