@@ -407,6 +407,33 @@ bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_
     return true;
 }
 
+// f(std::integral_constant<DType, T>{}) for the weight types the q8 matvec reads (the file
+// types and the repacked ones); false (f not called) for any other, whose launch then enqueues
+// nothing.
+template <class F>
+bool visit_q8_type(DType type, F&& f) {
+    if (visit_packed(type, f)) return true;
+    switch (type) {
+        case DType::Q4_0:
+            f(std::integral_constant<DType, DType::Q4_0>{});
+            return true;
+        case DType::Q8_0:
+            f(std::integral_constant<DType, DType::Q8_0>{});
+            return true;
+        case DType::Q4_K:
+            f(std::integral_constant<DType, DType::Q4_K>{});
+            return true;
+        case DType::Q5_K:
+            f(std::integral_constant<DType, DType::Q5_K>{});
+            return true;
+        case DType::Q6_K:
+            f(std::integral_constant<DType, DType::Q6_K>{});
+            return true;
+        default:
+            return false;
+    }
+}
+
 template <DType T>
 bool matvec_q8_resid_norm_as(const void* w, int64_t n_in, int64_t n_out, const void* q8,
                              int64_t n_tok, const ResidNormOut& o, hipStream_t s) {
@@ -485,24 +512,10 @@ bool launch_matvec_q8_parts(DType type, const Q8Matrix* m, int n, int64_t n_in, 
     }
     if (rows > kMaxGridX) return false;
     bool ok = false;
-    if (visit_packed(type, [&](auto P) {
-            ok = matvec_q8_as<decltype(P)::value>(m, n, n_in, q8, n_tok, s, rope, norm);
-        }))
-        return ok;
-    switch (type) {
-        case DType::Q4_0:
-            return matvec_q8_as<DType::Q4_0>(m, n, n_in, q8, n_tok, s, rope, norm);
-        case DType::Q8_0:
-            return matvec_q8_as<DType::Q8_0>(m, n, n_in, q8, n_tok, s, rope, norm);
-        case DType::Q4_K:
-            return matvec_q8_as<DType::Q4_K>(m, n, n_in, q8, n_tok, s, rope, norm);
-        case DType::Q5_K:
-            return matvec_q8_as<DType::Q5_K>(m, n, n_in, q8, n_tok, s, rope, norm);
-        case DType::Q6_K:
-            return matvec_q8_as<DType::Q6_K>(m, n, n_in, q8, n_tok, s, rope, norm);
-        default:
-            return false;
-    }
+    visit_q8_type(type, [&](auto P) {
+        ok = matvec_q8_as<decltype(P)::value>(m, n, n_in, q8, n_tok, s, rope, norm);
+    });
+    return ok;
 }
 
 bool launch_matvec_q8(DType type, const void* w, int64_t n_in, int64_t n_out, const void* q8,
@@ -523,24 +536,10 @@ bool launch_matvec_q8_resid_norm(DType type, const void* w, int64_t n_in, int64_
     const ResidNormOut o{bias, resid, sum, nw, qs, reinterpret_cast<float2*>(qs + n_tok * n_out),
                          ss};
     bool ok = false;
-    if (visit_packed(type, [&](auto P) {
-            ok = matvec_q8_resid_norm_as<decltype(P)::value>(w, n_in, n_out, q8, n_tok, o, s);
-        }))
-        return ok;
-    switch (type) {
-        case DType::Q4_0:
-            return matvec_q8_resid_norm_as<DType::Q4_0>(w, n_in, n_out, q8, n_tok, o, s);
-        case DType::Q8_0:
-            return matvec_q8_resid_norm_as<DType::Q8_0>(w, n_in, n_out, q8, n_tok, o, s);
-        case DType::Q4_K:
-            return matvec_q8_resid_norm_as<DType::Q4_K>(w, n_in, n_out, q8, n_tok, o, s);
-        case DType::Q5_K:
-            return matvec_q8_resid_norm_as<DType::Q5_K>(w, n_in, n_out, q8, n_tok, o, s);
-        case DType::Q6_K:
-            return matvec_q8_resid_norm_as<DType::Q6_K>(w, n_in, n_out, q8, n_tok, o, s);
-        default:
-            return false;
-    }
+    visit_q8_type(type, [&](auto P) {
+        ok = matvec_q8_resid_norm_as<decltype(P)::value>(w, n_in, n_out, q8, n_tok, o, s);
+    });
+    return ok;
 }
 
 }  // namespace tandem::hip
