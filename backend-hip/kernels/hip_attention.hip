@@ -10,6 +10,7 @@
 #include "hip_attention_split.h"
 #include "hip_blocks.h"
 #include "hip_decode.h"
+#include "hip_launch_overlap.h"
 #include "hip_ops.h"
 #include "hip_q8_dot.h"
 #include "hip_rope.h"
@@ -80,6 +81,8 @@ __global__ void k_rope(const float* x, const int32_t* pos, int64_t n_head, int64
 __global__ void k_rope_table(const int32_t* pos, int64_t n_rot, float freq_base, float freq_scale,
                              const float* factors, float2* table) {
     const int64_t t = blockIdx.x, half = n_rot / 2;
+    grid_wait();
+    grid_launch_dependents();
     for (int64_t i = threadIdx.x; i < half; i += blockDim.x)
         table[t * half + i] = rope_cos_sin(pos[t], i, n_rot, freq_base, freq_scale, factors);
 }
@@ -263,6 +266,8 @@ __global__ void k_attention_combine(int64_t hd, int n_split, const float* part_m
                                     const float* part_acc, float* out, int8_t* q8s, float2* q8d) {
     __shared__ float wt[kMaxSplitsCombined];
     __shared__ float inv_l;
+    grid_wait();
+    grid_launch_dependents();
     const int64_t r = blockIdx.x;
     const float* ml = part_ml + 2 * r * n_split;
     if (threadIdx.x < 32) {  // one warp (or half a wave64) finds M and L
@@ -344,8 +349,8 @@ void launch_rope_table(const int32_t* pos, int64_t n_tok, int64_t n_rot, float f
                        float freq_scale, const float* factors, float2* table, hipStream_t s) {
     launch_require(pos && table && n_tok >= 1 && n_tok <= kMaxGridX && n_rot > 0 && n_rot % 2 == 0,
                    "rope table", std::to_string(n_tok) + " tokens, n_rot " + std::to_string(n_rot));
-    hipLaunchKernelGGL(k_rope_table, dim3(static_cast<unsigned>(n_tok)), dim3(64), 0, s, pos, n_rot,
-                       freq_base, freq_scale, factors, table);
+    TANDEM_LAUNCH_OVERLAPPED(k_rope_table, dim3(static_cast<unsigned>(n_tok)), dim3(64), 0, s, pos,
+                             n_rot, freq_base, freq_scale, factors, table);
 }
 
 void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16, void* cache,
@@ -400,8 +405,9 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
         const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks),
                         static_cast<unsigned>(n_tokens));
         auto go = [&](auto kernel) {
-            hipLaunchKernelGGL(kernel, grid, dim3(kSplitThreads), 0, s, q, n_head, n_kv_head,
-                               window, scale, softcap, k_cache, v_cache, n_past, part_ml, part_acc);
+            TANDEM_LAUNCH_OVERLAPPED(kernel, grid, dim3(kSplitThreads), 0, s, q, n_head, n_kv_head,
+                                     window, scale, softcap, k_cache, v_cache, n_past, part_ml,
+                                     part_acc);
         };
         if (head_dim == 64)
             f16 ? go(k_attention_split<8, 4, true>) : go(k_attention_split<8, 4, false>);
@@ -421,8 +427,9 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
         auto* q8s = q8_out ? static_cast<int8_t*>(q8) : nullptr;
         auto* q8d =
             q8_out ? reinterpret_cast<float2*>(q8s + n_tokens * n_head * head_dim) : nullptr;
-        hipLaunchKernelGGL(k_attention_combine, dim3(static_cast<unsigned>(n_tokens * n_head)),
-                           dim3(kTile), 0, s, head_dim, n_split, part_ml, part_acc, out, q8s, q8d);
+        TANDEM_LAUNCH_OVERLAPPED(k_attention_combine,
+                                 dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(kTile), 0, s,
+                                 head_dim, n_split, part_ml, part_acc, out, q8s, q8d);
     }
     return q8_out;
 }

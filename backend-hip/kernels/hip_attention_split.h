@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "hip_blocks.h"
+#include "hip_launch_overlap.h"
 
 namespace tandem::hip {
 
@@ -68,6 +69,8 @@ __global__ void __launch_bounds__(kSplitThreads)
     constexpr int hd = 8 * DPL, NCL = kSplitThreads / kSplitCluster;
     __shared__ float cm[NCL * HB], cl_sum[NCL * HB];
     __shared__ float cacc[NCL * hd];  // one head's accumulators, per cluster
+    grid_wait();
+    grid_launch_dependents();
     const int tid = int(threadIdx.x), cl = tid / kSplitCluster, ln = tid % kSplitCluster;
     const int d0 = ln * DPL, split = int(blockIdx.x), n_split = int(gridDim.x);
     const int64_t group = n_head / n_kv_head, blocks = (group + HB - 1) / HB;

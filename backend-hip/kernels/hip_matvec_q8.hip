@@ -19,6 +19,7 @@
 #include <cstdlib>
 
 #include "hip_decode.h"
+#include "hip_launch_overlap.h"
 #include "hip_ops.h"
 #include "hip_q8_dot.h"
 #include "hip_rope.h"
@@ -35,6 +36,8 @@ __global__ void __launch_bounds__(kQuantThreads)
     k_quantize_q8(const float* x, int64_t n_blocks, int8_t* qs, float2* ds) {
     const int64_t i = int64_t(blockIdx.x) * kQuantThreads + threadIdx.x;
     const bool live = i / kQ8Block < n_blocks;
+    grid_wait();
+    grid_launch_dependents();
     // Lanes past the end keep going to the shuffles with a zero.
     q8_store_group(live ? x[i] : 0.0f, i, live, qs, ds);
 }
@@ -174,7 +177,10 @@ __global__ void __launch_bounds__(kQ8Threads)
         int64_t row;
         slot_row<rope, R>(parts, first, blk, r, p, row);
         wr[r] = (p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2]) + row * row_stride;
+        grid_prefetch_l2(wr[r], row_stride, int(threadIdx.x), kQ8Threads);
     }
+    grid_wait();  // weights above; activations, sums, rope table and caches below
+    grid_launch_dependents();
     Act x[TM];
     token_acts(xq, xds, n_in, n_tok, x);
     // Norm: this thread's share of each token's sums of squares (parts.norm.ss), the first
@@ -292,6 +298,9 @@ __global__ void __launch_bounds__(kResidThreads)
     const uint8_t* wr[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) wr[r] = w + (first + r) * row_stride;
+    grid_prefetch_l2(wr[0], R * row_stride, tid % kQ8Threads, kQ8Threads);
+    grid_wait();
+    grid_launch_dependents();
     Act x[TM];
     token_acts(xq, xds, n_in, n_tok, x);
     float acc[R][TM];
@@ -342,11 +351,11 @@ void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const
     const int64_t rows = parts_rows(parts);
     const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(kQ8Threads);
     if (parts.rope.cs)
-        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, R, true, Norm>), grid, block, 0, s, parts,
-                           stride, n_in, xq, xds, n_tok);
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, true, Norm>), grid, block, 0, s,
+                                 parts, stride, n_in, xq, xds, n_tok);
     else
-        hipLaunchKernelGGL((k_matvec_q8<type_id(T), TM, R, false, Norm>), grid, block, 0, s, parts,
-                           stride, n_in, xq, xds, n_tok);
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, false, Norm>), grid, block, 0, s,
+                                 parts, stride, n_in, xq, xds, n_tok);
 }
 
 // The norm's scale only for decode token counts (launch_matvec_q8_resid_norm's), so the longer
@@ -445,11 +454,11 @@ bool matvec_q8_resid_norm_as(const void* w, int64_t n_in, int64_t n_out, const v
     const dim3 grid(static_cast<unsigned>(n_out / kResidRows)), block(kResidThreads);
     const auto* wb = static_cast<const uint8_t*>(w);
     if (n_tok == 1)
-        hipLaunchKernelGGL((k_matvec_q8_resid_norm<type_id(T), 1>), grid, block, 0, s, wb, stride,
-                           int(n_in), xq, xds, int(n_tok), n_out, o);
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8_resid_norm<type_id(T), 1>), grid, block, 0, s, wb,
+                                 stride, int(n_in), xq, xds, int(n_tok), n_out, o);
     else
-        hipLaunchKernelGGL((k_matvec_q8_resid_norm<type_id(T), 2>), grid, block, 0, s, wb, stride,
-                           int(n_in), xq, xds, int(n_tok), n_out, o);
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8_resid_norm<type_id(T), 2>), grid, block, 0, s, wb,
+                                 stride, int(n_in), xq, xds, int(n_tok), n_out, o);
     return true;
 }
 
@@ -486,9 +495,9 @@ void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, h
     const int64_t n = n_tok * n_in;
     auto* qs = static_cast<int8_t*>(q8);
     auto* ds = reinterpret_cast<float2*>(qs + n);
-    hipLaunchKernelGGL(k_quantize_q8,
-                       dim3(static_cast<unsigned>((n + kQuantThreads - 1) / kQuantThreads)),
-                       dim3(kQuantThreads), 0, s, x, n / kQ8Block, qs, ds);
+    TANDEM_LAUNCH_OVERLAPPED(k_quantize_q8,
+                             dim3(static_cast<unsigned>((n + kQuantThreads - 1) / kQuantThreads)),
+                             dim3(kQuantThreads), 0, s, x, n / kQ8Block, qs, ds);
 }
 
 bool q8_rope_supported(DType type, int64_t head_dim) {

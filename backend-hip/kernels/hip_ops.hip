@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "hip_decode.h"
+#include "hip_launch_overlap.h"
 #include "hip_ops.h"
 
 namespace tandem::hip {
@@ -98,6 +99,8 @@ __global__ void __launch_bounds__(kBlock)
                 float2* ds) {
     const int64_t i = int64_t(blockIdx.x) * kBlock + threadIdx.x;
     const bool live = i < n4;
+    grid_wait();
+    grid_launch_dependents();
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (live) {
         const float4 g = gate[i], u = up[i];
@@ -119,8 +122,10 @@ __global__ void __launch_bounds__(kBlock)
 template <bool Q8, bool ADD = false>
 __global__ void __launch_bounds__(kNormThreads)
     k_rms_norm4(const float* x, const float* w, int64_t group, float eps, float* out, int8_t* qs,
-                float2* ds, const float* b = nullptr, float* sum = nullptr) {
+                float2* ds, const float* b, float* sum) {
     __shared__ float part[kNormThreads / kLaneGroup];
+    grid_wait();
+    grid_launch_dependents();
     const int64_t n4 = group / 4;
     const auto* xr = reinterpret_cast<const float4*>(x + int64_t(blockIdx.x) * group);
     auto* o = reinterpret_cast<float4*>(out + int64_t(blockIdx.x) * group);
@@ -202,6 +207,8 @@ template <uint32_t TypeId>
 __global__ void k_get_rows(const void* table, int64_t n_in, int64_t row_stride, int64_t n_rows,
                            const int32_t* ids, float* out) {
     constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
+    grid_wait();
+    grid_launch_dependents();
     const int32_t id = ids[blockIdx.x];
     float* o = out + int64_t(blockIdx.x) * n_in;
     const bool ok = id >= 0 && id < n_rows;
@@ -286,8 +293,9 @@ void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_gr
                    "group " + std::to_string(group) + " x " + std::to_string(n_groups));
     const auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
     if (n_groups > 0 && group % 4 == 0 && a16(x) && a16(out) && (!w || a16(w)))
-        hipLaunchKernelGGL(k_rms_norm4<false>, dim3(static_cast<unsigned>(n_groups)),
-                           dim3(kNormThreads), 0, s, x, w, group, eps, out, nullptr, nullptr);
+        TANDEM_LAUNCH_OVERLAPPED(k_rms_norm4<false>, dim3(static_cast<unsigned>(n_groups)),
+                                 dim3(kNormThreads), 0, s, x, w, group, eps, out, nullptr, nullptr,
+                                 nullptr, nullptr);
     else if (n_groups > 0)
         hipLaunchKernelGGL(k_rms_norm, dim3(static_cast<unsigned>(n_groups)), dim3(kRowBlock), 0, s,
                            x, w, group, eps, out);
@@ -305,8 +313,9 @@ bool launch_rms_norm_q8(const float* x, const float* w, int64_t cols, int64_t ro
         return false;
     auto* qs = static_cast<int8_t*>(q8);
     auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
-    hipLaunchKernelGGL(k_rms_norm4<true>, dim3(static_cast<unsigned>(rows)), dim3(kNormThreads), 0,
-                       s, x, w, cols, eps, out, qs, ds);
+    TANDEM_LAUNCH_OVERLAPPED(k_rms_norm4<true>, dim3(static_cast<unsigned>(rows)),
+                             dim3(kNormThreads), 0, s, x, w, cols, eps, out, qs, ds, nullptr,
+                             nullptr);
     return true;
 }
 
@@ -321,12 +330,12 @@ bool launch_add_rms_norm(const float* a, const float* b, float* sum, const float
         if (cols % kQ8LayoutGroup != 0 || rows > kMatvecMaxTokens) return false;
         auto* qs = static_cast<int8_t*>(q8);
         auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
-        hipLaunchKernelGGL((k_rms_norm4<true, true>), dim3(static_cast<unsigned>(rows)),
-                           dim3(kNormThreads), 0, s, a, w, cols, eps, out, qs, ds, b, sum);
+        TANDEM_LAUNCH_OVERLAPPED((k_rms_norm4<true, true>), dim3(static_cast<unsigned>(rows)),
+                                 dim3(kNormThreads), 0, s, a, w, cols, eps, out, qs, ds, b, sum);
     } else {
-        hipLaunchKernelGGL((k_rms_norm4<false, true>), dim3(static_cast<unsigned>(rows)),
-                           dim3(kNormThreads), 0, s, a, w, cols, eps, out, nullptr, nullptr, b,
-                           sum);
+        TANDEM_LAUNCH_OVERLAPPED((k_rms_norm4<false, true>), dim3(static_cast<unsigned>(rows)),
+                                 dim3(kNormThreads), 0, s, a, w, cols, eps, out, nullptr, nullptr,
+                                 b, sum);
     }
     return true;
 }
@@ -340,10 +349,10 @@ bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, 
     const int64_t n4 = rows * cols / 4;
     auto* qs = static_cast<int8_t*>(q8);
     auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
-    hipLaunchKernelGGL(k_gated4_q8, dim3(static_cast<unsigned>((n4 + kBlock - 1) / kBlock)),
-                       dim3(kBlock), 0, s, act, reinterpret_cast<const float4*>(gate),
-                       reinterpret_cast<const float4*>(up), n4, reinterpret_cast<float4*>(out), qs,
-                       ds);
+    TANDEM_LAUNCH_OVERLAPPED(k_gated4_q8, dim3(static_cast<unsigned>((n4 + kBlock - 1) / kBlock)),
+                             dim3(kBlock), 0, s, act, reinterpret_cast<const float4*>(gate),
+                             reinterpret_cast<const float4*>(up), n4,
+                             reinterpret_cast<float4*>(out), qs, ds);
     return true;
 }
 
@@ -362,15 +371,15 @@ void launch_get_rows(DType kind, const void* table, int64_t n_in, int64_t n_rows
     const dim3 grid(static_cast<unsigned>(n)), block(kBlock);
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
     if (visit_packed(kind, [&](auto P) {
-            hipLaunchKernelGGL(k_get_rows<type_id(decltype(P)::value)>, grid, block, 0, s, table,
-                               n_in, stride, n_rows, ids, out);
+            TANDEM_LAUNCH_OVERLAPPED(k_get_rows<type_id(decltype(P)::value)>, grid, block, 0, s,
+                                     table, n_in, stride, n_rows, ids, out);
         }))
         return;
     switch (type) {
-#define TANDEM_CASE(T)                                                                            \
-    case DType::T:                                                                                \
-        hipLaunchKernelGGL(k_get_rows<type_id(DType::T)>, grid, block, 0, s, table, n_in, stride, \
-                           n_rows, ids, out);                                                     \
+#define TANDEM_CASE(T)                                                                          \
+    case DType::T:                                                                              \
+        TANDEM_LAUNCH_OVERLAPPED(k_get_rows<type_id(DType::T)>, grid, block, 0, s, table, n_in, \
+                                 stride, n_rows, ids, out);                                     \
         break;
         TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
 #undef TANDEM_CASE

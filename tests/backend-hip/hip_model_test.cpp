@@ -143,5 +143,17 @@ TEST(HipModelsFused, NormFoldedIntoMatvecsMatchesNormsApart) {
     expect_switch_changes_no_logits("hip", "TANDEM_HIP_NORM_FUSE", 5e-2);
 }
 
+// The step's kernels launched overlapped (each launched while the one before still runs, waiting
+// in the kernel for it: programmatic dependent launch, NVIDIA sm_90+; hip_launch_overlap.h)
+// against launched one after the other (TANDEM_HIP_OVERLAP=0). The same kernels on the same
+// inputs: the same bits, so any kernel reading before its wait, or writing what the kernel before
+// it still reads, shows as a difference. Where there is no such launch (AMD, older NVIDIA) both
+// runs are the plain one.
+TEST(HipModelsFused, OverlappedLaunchesMatchPlainLaunches) {
+    TANDEM_HIP_OR_SKIP(probe);
+    probe.reset();
+    expect_switch_changes_no_logits("hip", "TANDEM_HIP_OVERLAP", 1e-30);
+}
+
 }  // namespace
 }  // namespace tandem::test
