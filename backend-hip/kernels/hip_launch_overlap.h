@@ -59,6 +59,12 @@ inline bool overlap_launches() {
     return !(v && std::strcmp(v, "0") == 0);
 }
 
+// TANDEM_HIP_PREFETCH=0: no L2 prefetch of the weights before grid_wait (for measuring it).
+inline bool prefetch_weights() {
+    const char* v = std::getenv("TANDEM_HIP_PREFETCH");
+    return !(v && std::strcmp(v, "0") == 0);
+}
+
 #if defined(TANDEM_HIP_ON_CUDA)
 template <class... KArgs, class... Args>
 void launch_overlapped(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t shared,

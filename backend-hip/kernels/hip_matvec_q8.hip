@@ -51,8 +51,9 @@ struct Q8Parts {
     int64_t n_out[kQ8MaxParts];
     int n;
     Q8Rope rope;
-    Q8Norm norm;  // ss non-null: the input is a norm's unnormalised x * w
-                  // (launch_matvec_q8_resid_norm)
+    Q8Norm norm;   // ss non-null: the input is a norm's unnormalised x * w
+                   // (launch_matvec_q8_resid_norm)
+    int prefetch;  // the block's weights into L2 before grid_wait (prefetch_weights())
 };
 
 __host__ __device__ inline int64_t parts_rows(const Q8Parts& parts) {
@@ -177,7 +178,7 @@ __global__ void __launch_bounds__(kQ8Threads)
         int64_t row;
         slot_row<rope, R>(parts, first, blk, r, p, row);
         wr[r] = (p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2]) + row * row_stride;
-        grid_prefetch_l2(wr[r], row_stride, int(threadIdx.x), kQ8Threads);
+        if (parts.prefetch) grid_prefetch_l2(wr[r], row_stride, int(threadIdx.x), kQ8Threads);
     }
     grid_wait();  // weights above; activations, sums, rope table and caches below
     grid_launch_dependents();
@@ -279,6 +280,7 @@ struct ResidNormOut {
     int8_t* qs;          // q8 values of sum * nw [n_tok, n_out] (hip_q8_layout.h)
     float2* ds;          // their (d, s) [n_tok, n_out / 32]
     float* ss;           // sums of squares of sum [n_tok, n_out / 32]
+    int prefetch;        // as Q8Parts::prefetch
 };
 
 // Block b: output rows 32b..32b+31, a whole q8 block, so the block can quantise the norm's input
@@ -298,7 +300,7 @@ __global__ void __launch_bounds__(kResidThreads)
     const uint8_t* wr[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) wr[r] = w + (first + r) * row_stride;
-    grid_prefetch_l2(wr[0], R * row_stride, tid % kQ8Threads, kQ8Threads);
+    if (o.prefetch) grid_prefetch_l2(wr[0], R * row_stride, tid % kQ8Threads, kQ8Threads);
     grid_wait();
     grid_launch_dependents();
     Act x[TM];
@@ -391,6 +393,7 @@ bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_
     if (stride % D::kAlign != 0) return false;
     Q8Parts parts{};
     parts.n = n;
+    parts.prefetch = prefetch_weights() ? 1 : 0;
     if (rope) parts.rope = *rope;
     if (norm) parts.norm = *norm;
     for (int i = 0; i < n; ++i) {
@@ -542,8 +545,10 @@ bool launch_matvec_q8_resid_norm(DType type, const void* w, int64_t n_in, int64_
         n_out % kQ8LayoutGroup != 0 || !q8_matvec_supported(type, n_in, n_out, n_tok))
         return false;
     auto* qs = static_cast<int8_t*>(q8_out);
-    const ResidNormOut o{bias, resid, sum, nw, qs, reinterpret_cast<float2*>(qs + n_tok * n_out),
-                         ss};
+    const ResidNormOut o{bias, resid,
+                         sum,  nw,
+                         qs,   reinterpret_cast<float2*>(qs + n_tok * n_out),
+                         ss,   prefetch_weights() ? 1 : 0};
     bool ok = false;
     visit_q8_type(type, [&](auto P) {
         ok = matvec_q8_resid_norm_as<decltype(P)::value>(w, n_in, n_out, q8, n_tok, o, s);
