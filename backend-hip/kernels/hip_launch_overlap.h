@@ -4,9 +4,9 @@
 // A decode step is ~230 launches that each depend on the one before; between two of them the
 // GPU drains the first grid, then launches and ramps up the next (~1-2 us on an H200, a third
 // of an 8B token's time). With programmatic dependent launch the next grid is launched while
-// the one before still runs: its blocks take the SM slots the last wave frees, start the loads
-// that do not depend on the step (the weights: grid_prefetch_l2) and wait in grid_wait() until
-// the grid before has finished and its writes are visible.
+// the one before still runs: its blocks take the SM slots the last wave frees, may start the
+// loads that do not depend on the step (the weights: grid_prefetch_l2, where that pays) and
+// wait in grid_wait() until the grid before has finished and its writes are visible.
 //
 // The contract of a kernel launched by TANDEM_LAUNCH_OVERLAPPED: it calls grid_wait() before it
 // reads anything an earlier launch wrote or writes anything an earlier launch reads (every
@@ -56,12 +56,6 @@ __device__ inline void grid_prefetch_l2(const void* p, int64_t bytes, int tid, i
 // Read at every launch (like TANDEM_HIP_Q8_ROWS), so one process can compare the two ways.
 inline bool overlap_launches() {
     const char* v = std::getenv("TANDEM_HIP_OVERLAP");
-    return !(v && std::strcmp(v, "0") == 0);
-}
-
-// TANDEM_HIP_PREFETCH=0: no L2 prefetch of the weights before grid_wait (for measuring it).
-inline bool prefetch_weights() {
-    const char* v = std::getenv("TANDEM_HIP_PREFETCH");
     return !(v && std::strcmp(v, "0") == 0);
 }
 

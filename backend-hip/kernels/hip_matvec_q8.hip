@@ -334,6 +334,16 @@ __global__ void __launch_bounds__(kResidThreads)
                    o.ds + int64_t(t) * (n_out / kQ8Block));
 }
 
+// Whether a block asks L2 for its rows before grid_wait (hip_launch_overlap.h), by weight type.
+// H200, 8B tg128 with overlapped launches (docs/hip.md): Q4_K 367 tok/s with, 357 without;
+// Q4_0 464 / 475; Q8_0 333 / 360 (there the prefetch costs more than the overlap leaves to win).
+// TANDEM_HIP_PREFETCH = 0 or 1 overrides, for tuning.
+bool prefetch_weights(DType type) {
+    if (const char* v = std::getenv("TANDEM_HIP_PREFETCH")) return std::atoi(v) != 0;
+    const DType f = file_type(type);
+    return f == DType::Q4_K || f == DType::Q5_K || f == DType::Q6_K;
+}
+
 // Output rows per block of 128 threads: 4, 2 for Q8_0. H200, one 8B-shaped matvec at a time
 // (packaging/gpu/matvec_lab.cu, docs/hip.md): Q4_0 gate+up 26.9 / 20.1 / 17.2 us for 1 / 2 / 4
 // rows, Q8_0 32.5 / 29.3 / 30.4.
@@ -393,7 +403,7 @@ bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_
     if (stride % D::kAlign != 0) return false;
     Q8Parts parts{};
     parts.n = n;
-    parts.prefetch = prefetch_weights() ? 1 : 0;
+    parts.prefetch = prefetch_weights(T) ? 1 : 0;
     if (rope) parts.rope = *rope;
     if (norm) parts.norm = *norm;
     for (int i = 0; i < n; ++i) {
@@ -548,7 +558,7 @@ bool launch_matvec_q8_resid_norm(DType type, const void* w, int64_t n_in, int64_
     const ResidNormOut o{bias, resid,
                          sum,  nw,
                          qs,   reinterpret_cast<float2*>(qs + n_tok * n_out),
-                         ss,   prefetch_weights() ? 1 : 0};
+                         ss,   prefetch_weights(type) ? 1 : 0};
     bool ok = false;
     visit_q8_type(type, [&](auto P) {
         ok = matvec_q8_resid_norm_as<decltype(P)::value>(w, n_in, n_out, q8, n_tok, o, s);
