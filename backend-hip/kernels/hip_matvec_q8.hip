@@ -105,7 +105,7 @@ __device__ inline void token_acts(const int8_t* xq, const float2* xds, int n_in,
 
 // acc[r][t] = this thread's share (items tid, tid + 128, ...) of row r's dot with token t: an
 // item's activations are loaded once per token and meet the R rows' weights.
-template <DType T, int TM, int R, int Stride = kQ8Threads>
+template <DType T, int TM, int R>
 __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM], int n_in,
                                 int tid, float (&acc)[R][TM]) {
     using D = Q8Dot<T>;
@@ -116,7 +116,7 @@ __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM
     const int n_items = n_in / D::kWeights * D::kItems;
     // Two items per trip: the second item's loads issue before the first one's dots wait.
 #pragma unroll 2
-    for (int it = tid; it < n_items; it += Stride) {
+    for (int it = tid; it < n_items; it += kQ8Threads) {
         const int b = it / D::kItems, k = it % D::kItems;
         typename D::A a[TM];
 #pragma unroll
@@ -157,19 +157,16 @@ __device__ inline void slot_row(const Q8Parts& parts, int64_t first, int64_t blk
 // double-precision angles itself, before launch_rope_table, that took every launch's kernel
 // from 40 to 56 registers, 12 to 9 blocks per SM: 8B gate + up 25.1 -> 20.1 us at 2 rows per
 // block on an H200, docs/hip.md).
-template <uint32_t TypeId, int TM, int R, bool Rope, bool Norm, int G>
+template <uint32_t TypeId, int TM, int R, bool Rope, bool Norm>
 __global__ void __launch_bounds__(kQ8Threads)
     k_matvec_q8(Q8Parts parts, int64_t row_stride, int n_in, const int8_t* __restrict__ xq,
                 const float2* __restrict__ xds, int n_tok) {
     constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
-    // The block's kSets row sets of R rows, each taken by G lane groups (kSetThreads threads).
-    constexpr int kGroups = kQ8Threads / kLaneGroup, kSetThreads = G * kLaneGroup;
-    constexpr int kSets = kQ8Threads / kSetThreads;
+    constexpr int kGroups = kQ8Threads / kLaneGroup;
     __shared__ float part[kGroups][R * TM];
     const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;
-    const int set = int(threadIdx.x) / kSetThreads, st = int(threadIdx.x) % kSetThreads;
     constexpr bool rope = Rope && R >= 2;
-    const int64_t first = (int64_t(blockIdx.x) * kSets + set) * R;
+    const int64_t first = int64_t(blockIdx.x) * R;
     int p0;
     int64_t r0;
     locate_row(parts, first, p0, r0);
@@ -181,7 +178,7 @@ __global__ void __launch_bounds__(kQ8Threads)
         int64_t row;
         slot_row<rope, R>(parts, first, blk, r, p, row);
         wr[r] = (p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2]) + row * row_stride;
-        if (parts.prefetch) grid_prefetch_l2(wr[r], row_stride, st, kSetThreads);
+        if (parts.prefetch) grid_prefetch_l2(wr[r], row_stride, int(threadIdx.x), kQ8Threads);
     }
     grid_wait();  // weights above; activations, sums, rope table and caches below
     grid_launch_dependents();
@@ -200,13 +197,13 @@ __global__ void __launch_bounds__(kQ8Threads)
             const float* ss = parts.norm.ss + int64_t(t < n_tok ? t : 0) * n_ss;
 #pragma unroll
             for (int k = 0; k < kNssRegs; ++k) {
-                const int i = st + k * kSetThreads;
+                const int i = int(threadIdx.x) + k * kQ8Threads;
                 nss[t][k] = i < n_ss ? ss[i] : 0.0f;
             }
         }
     }
     float acc[R][TM];
-    rows_dot<T, TM, R, kSetThreads>(wr, x, n_in, st, acc);
+    rows_dot<T, TM, R>(wr, x, n_in, int(threadIdx.x), acc);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -222,14 +219,15 @@ __global__ void __launch_bounds__(kQ8Threads)
             float v = 0.0f;
 #pragma unroll
             for (int k = 0; k < kNssRegs; ++k) v += nss[t][k];
-            for (int i = st + kNssRegs * kSetThreads; i < n_ss; i += kSetThreads) v += ss[i];
+            for (int i = int(threadIdx.x) + kNssRegs * kQ8Threads; i < n_ss; i += kQ8Threads)
+                v += ss[i];
             v = group_sum(v);
             if (lane == 0) norm_part[g][t] = v;
         }
     }
     __syncthreads();
-    // Thread r * TM + t of the set writes row slot r, token t.
-    const int q = st, r = q / TM, t = q % TM;
+    // Thread r * TM + t writes row slot r, token t.
+    const int q = int(threadIdx.x), r = q / TM, t = q % TM;
     if (q >= R * TM || t >= n_tok || first + r >= parts_rows(parts)) return;
     int p;
     int64_t row;
@@ -242,12 +240,12 @@ __global__ void __launch_bounds__(kQ8Threads)
     if constexpr (Norm) {
         float ss = 0.0f;
 #pragma unroll
-        for (int i = 0; i < G; ++i) ss += norm_part[set * G + i][t];
+        for (int i = 0; i < kGroups; ++i) ss += norm_part[i][t];
         scale = rsqrtf(ss / float(n_in) + parts.norm.eps);
     }
     float v = 0.0f;
 #pragma unroll
-    for (int i = 0; i < G; ++i) v += part[set * G + i][q];
+    for (int i = 0; i < kGroups; ++i) v += part[i][q];
     v = __fmul_rn(v, scale) + (bias ? bias[row] : 0.0f);  // no FMA: the same bits in every variant
     if constexpr (!rope) {
         out[int64_t(t) * n_out + row] = v;
@@ -259,7 +257,7 @@ __global__ void __launch_bounds__(kQ8Threads)
         const int64_t prow = rope_row(parts.rope, blk, ps, R);
         float pv = 0.0f;
 #pragma unroll
-        for (int i = 0; i < G; ++i) pv += part[set * G + i][ps * TM + t];
+        for (int i = 0; i < kGroups; ++i) pv += part[i][ps * TM + t];
         pv = __fmul_rn(pv, scale) + (bias ? bias[prow] : 0.0f);
         v = rope_value(parts.rope, row, t, v, pv);
     }
@@ -359,39 +357,17 @@ int q8_rows_per_block(DType type) {
     return file_type(type) == DType::Q8_0 ? 2 : 4;
 }
 
-// Lane groups (32 threads) per row set of a block: 4 (the whole block on R rows), 2 or 1.
-// TANDEM_HIP_Q8_WARPS overrides, for tuning.
-int q8_set_groups() {
-    if (const char* v = std::getenv("TANDEM_HIP_Q8_WARPS")) {
-        const int n = std::atoi(v);
-        return n == 1 || n == 2 ? n : 4;
-    }
-    return 4;
-}
-
-template <DType T, int TM, int R, bool Norm, int G>
-void matvec_q8_launch_sets(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
-                           const float2* xds, int n_tok, hipStream_t s) {
-    const int64_t rows = parts_rows(parts), per_block = int64_t(R) * (4 / G);
-    const dim3 grid(static_cast<unsigned>((rows + per_block - 1) / per_block)), block(kQ8Threads);
-    if (parts.rope.cs)
-        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, true, Norm, G>), grid, block, 0, s,
-                                 parts, stride, n_in, xq, xds, n_tok);
-    else
-        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, false, Norm, G>), grid, block, 0,
-                                 s, parts, stride, n_in, xq, xds, n_tok);
-}
-
 template <DType T, int TM, int R, bool Norm>
 void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
                            const float2* xds, int n_tok, hipStream_t s) {
-    const int g = q8_set_groups();
-    if (g == 1)
-        matvec_q8_launch_sets<T, TM, R, Norm, 1>(parts, stride, n_in, xq, xds, n_tok, s);
-    else if (g == 2)
-        matvec_q8_launch_sets<T, TM, R, Norm, 2>(parts, stride, n_in, xq, xds, n_tok, s);
+    const int64_t rows = parts_rows(parts);
+    const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(kQ8Threads);
+    if (parts.rope.cs)
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, true, Norm>), grid, block, 0, s,
+                                 parts, stride, n_in, xq, xds, n_tok);
     else
-        matvec_q8_launch_sets<T, TM, R, Norm, 4>(parts, stride, n_in, xq, xds, n_tok, s);
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, false, Norm>), grid, block, 0, s,
+                                 parts, stride, n_in, xq, xds, n_tok);
 }
 
 // The norm's scale only for decode token counts (launch_matvec_q8_resid_norm's), so the longer
