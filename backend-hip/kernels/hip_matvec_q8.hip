@@ -105,7 +105,7 @@ __device__ inline void token_acts(const int8_t* xq, const float2* xds, int n_in,
 
 // acc[r][t] = this thread's share (items tid, tid + 128, ...) of row r's dot with token t: an
 // item's activations are loaded once per token and meet the R rows' weights.
-template <DType T, int TM, int R>
+template <DType T, int TM, int R, int Stride = kQ8Threads>
 __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM], int n_in,
                                 int tid, float (&acc)[R][TM]) {
     using D = Q8Dot<T>;
@@ -116,7 +116,7 @@ __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM
     const int n_items = n_in / D::kWeights * D::kItems;
     // Two items per trip: the second item's loads issue before the first one's dots wait.
 #pragma unroll 2
-    for (int it = tid; it < n_items; it += kQ8Threads) {
+    for (int it = tid; it < n_items; it += Stride) {
         const int b = it / D::kItems, k = it % D::kItems;
         typename D::A a[TM];
 #pragma unroll
@@ -157,12 +157,12 @@ __device__ inline void slot_row(const Q8Parts& parts, int64_t first, int64_t blk
 // double-precision angles itself, before launch_rope_table, that took every launch's kernel
 // from 40 to 56 registers, 12 to 9 blocks per SM: 8B gate + up 25.1 -> 20.1 us at 2 rows per
 // block on an H200, docs/hip.md).
-template <uint32_t TypeId, int TM, int R, bool Rope, bool Norm>
-__global__ void __launch_bounds__(kQ8Threads)
+template <uint32_t TypeId, int TM, int R, bool Rope, bool Norm, int G>
+__global__ void __launch_bounds__(G* kLaneGroup)
     k_matvec_q8(Q8Parts parts, int64_t row_stride, int n_in, const int8_t* __restrict__ xq,
                 const float2* __restrict__ xds, int n_tok) {
-    constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
-    constexpr int kGroups = kQ8Threads / kLaneGroup;
+    constexpr DType T = DType(TypeId);                     // a number: see type_id() (hip_packed.h)
+    constexpr int kGroups = G, kThreads = G * kLaneGroup;  // G lane groups on the block's R rows
     __shared__ float part[kGroups][R * TM];
     const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;
     constexpr bool rope = Rope && R >= 2;
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kQ8Threads)
         int64_t row;
         slot_row<rope, R>(parts, first, blk, r, p, row);
         wr[r] = (p == 0 ? parts.w[0] : p == 1 ? parts.w[1] : parts.w[2]) + row * row_stride;
-        if (parts.prefetch) grid_prefetch_l2(wr[r], row_stride, int(threadIdx.x), kQ8Threads);
+        if (parts.prefetch) grid_prefetch_l2(wr[r], row_stride, int(threadIdx.x), kThreads);
     }
     grid_wait();  // weights above; activations, sums, rope table and caches below
     grid_launch_dependents();
@@ -197,13 +197,13 @@ __global__ void __launch_bounds__(kQ8Threads)
             const float* ss = parts.norm.ss + int64_t(t < n_tok ? t : 0) * n_ss;
 #pragma unroll
             for (int k = 0; k < kNssRegs; ++k) {
-                const int i = int(threadIdx.x) + k * kQ8Threads;
+                const int i = int(threadIdx.x) + k * kThreads;
                 nss[t][k] = i < n_ss ? ss[i] : 0.0f;
             }
         }
     }
     float acc[R][TM];
-    rows_dot<T, TM, R>(wr, x, n_in, int(threadIdx.x), acc);
+    rows_dot<T, TM, R, kThreads>(wr, x, n_in, int(threadIdx.x), acc);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(kQ8Threads)
             float v = 0.0f;
 #pragma unroll
             for (int k = 0; k < kNssRegs; ++k) v += nss[t][k];
-            for (int i = int(threadIdx.x) + kNssRegs * kQ8Threads; i < n_ss; i += kQ8Threads)
+            for (int i = int(threadIdx.x) + kNssRegs * kThreads; i < n_ss; i += kThreads)
                 v += ss[i];
             v = group_sum(v);
             if (lane == 0) norm_part[g][t] = v;
@@ -357,17 +357,38 @@ int q8_rows_per_block(DType type) {
     return file_type(type) == DType::Q8_0 ? 2 : 4;
 }
 
+// Lane groups (32 threads) per block: 4, 2 or 1. TANDEM_HIP_Q8_WARPS overrides, for tuning.
+int q8_block_groups() {
+    if (const char* v = std::getenv("TANDEM_HIP_Q8_WARPS")) {
+        const int n = std::atoi(v);
+        return n == 1 || n == 2 ? n : 4;
+    }
+    return 4;
+}
+
+template <DType T, int TM, int R, bool Norm, int G>
+void matvec_q8_launch_groups(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
+                             const float2* xds, int n_tok, hipStream_t s) {
+    const int64_t rows = parts_rows(parts);
+    const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(G * kLaneGroup);
+    if (parts.rope.cs)
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, true, Norm, G>), grid, block, 0, s,
+                                 parts, stride, n_in, xq, xds, n_tok);
+    else
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, false, Norm, G>), grid, block, 0,
+                                 s, parts, stride, n_in, xq, xds, n_tok);
+}
+
 template <DType T, int TM, int R, bool Norm>
 void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
                            const float2* xds, int n_tok, hipStream_t s) {
-    const int64_t rows = parts_rows(parts);
-    const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(kQ8Threads);
-    if (parts.rope.cs)
-        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, true, Norm>), grid, block, 0, s,
-                                 parts, stride, n_in, xq, xds, n_tok);
+    const int g = q8_block_groups();
+    if (g == 1)
+        matvec_q8_launch_groups<T, TM, R, Norm, 1>(parts, stride, n_in, xq, xds, n_tok, s);
+    else if (g == 2)
+        matvec_q8_launch_groups<T, TM, R, Norm, 2>(parts, stride, n_in, xq, xds, n_tok, s);
     else
-        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, false, Norm>), grid, block, 0, s,
-                                 parts, stride, n_in, xq, xds, n_tok);
+        matvec_q8_launch_groups<T, TM, R, Norm, 4>(parts, stride, n_in, xq, xds, n_tok, s);
 }
 
 // The norm's scale only for decode token counts (launch_matvec_q8_resid_norm's), so the longer
