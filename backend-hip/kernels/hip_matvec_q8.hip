@@ -3,9 +3,10 @@
 //   d = max|x| / 127 and the block's sum s = d * sum(q) (Q4_0's offset and the K-quants' mins
 //   need it), as the CPU backend quantises its activations; the values in the halves layout of
 //   hip_q8_layout.h.
-// - k_matvec_q8: a block of 128 threads takes R (1, 2 or 4) consecutive output rows; a row is
-//   a sequence of "items" (a Q4_0/Q8_0 block or block pair, a slice of a K-quant super-block,
-//   hip_q8_dot.h) and the block's threads take items i, i + 128, ... of every one of its rows:
+// - k_matvec_q8: a block of 128 threads (64 for Q4_K: q8_block_groups) takes R (1, 2 or 4)
+//   consecutive output rows; a row is a sequence of "items" (a Q4_0/Q8_0 block or block pair, a
+//   slice of a K-quant super-block, hip_q8_dot.h) and the block's threads take items i,
+//   i + threads, ... of every one of its rows:
 //   an item's activations are loaded once per token and meet the R rows' weights, which divides
 //   the activation loads per weight byte (2 bytes of int8 activations per byte of Q4_0) by R.
 //   Consecutive threads read consecutive bytes, so a warp's loads fill whole cache lines.
@@ -357,13 +358,13 @@ int q8_rows_per_block(DType type) {
     return file_type(type) == DType::Q8_0 ? 2 : 4;
 }
 
-// Lane groups (32 threads) per block: 4, 2 or 1. TANDEM_HIP_Q8_WARPS overrides, for tuning.
-int q8_block_groups() {
-    if (const char* v = std::getenv("TANDEM_HIP_Q8_WARPS")) {
-        const int n = std::atoi(v);
-        return n == 1 || n == 2 ? n : 4;
-    }
-    return 4;
+// Lane groups (32 threads) per block on its R rows, by weight type. H200, 8B tg128, two runs
+// each of 4 / 2 / 1 groups (docs/hip.md): Q4_K 369.5 / 386.4 / 355.5 tok/s, Q4_0 474.6 / 478.0
+// / 483.2, Q8_0 360.1 / 344.8 / 347.1. One group (32-thread blocks) would leave half of a
+// wave64 idle on AMD's CDNA, so Q4_0 keeps 4 for its 1.8 %.
+template <DType T>
+constexpr int q8_block_groups() {
+    return file_type(T) == DType::Q4_K ? 2 : 4;
 }
 
 template <DType T, int TM, int R, bool Norm, int G>
@@ -382,13 +383,8 @@ void matvec_q8_launch_groups(const Q8Parts& parts, int64_t stride, int n_in, con
 template <DType T, int TM, int R, bool Norm>
 void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
                            const float2* xds, int n_tok, hipStream_t s) {
-    const int g = q8_block_groups();
-    if (g == 1)
-        matvec_q8_launch_groups<T, TM, R, Norm, 1>(parts, stride, n_in, xq, xds, n_tok, s);
-    else if (g == 2)
-        matvec_q8_launch_groups<T, TM, R, Norm, 2>(parts, stride, n_in, xq, xds, n_tok, s);
-    else
-        matvec_q8_launch_groups<T, TM, R, Norm, 4>(parts, stride, n_in, xq, xds, n_tok, s);
+    matvec_q8_launch_groups<T, TM, R, Norm, q8_block_groups<T>()>(parts, stride, n_in, xq, xds,
+                                                                  n_tok, s);
 }
 
 // The norm's scale only for decode token counts (launch_matvec_q8_resid_norm's), so the longer
