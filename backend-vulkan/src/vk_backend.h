@@ -140,7 +140,6 @@ class VulkanBackend final : public Backend {
     // rope and store itself: the plan for it; false: not applicable (or TANDEM_VK_QKV_ROPE=0).
     bool qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const;
     bool q8_shares(uint32_t type, uint32_t rows, int64_t T) const;
-    uint32_t q8_workgroup(uint32_t type) const;
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
@@ -210,7 +209,6 @@ class VulkanBackend final : public Backend {
     // not sharing (2 rows) 372 / 314; before the halves layout, sharing at 8 rows 342 / 268.
     bool q8_ = false;
     uint32_t q8_rows_ = 2;
-    uint32_t q8_wg_ = 0;  // TANDEM_VK_Q8_WG (64, 128, 256; tuning): invocations per workgroup
     bool q8_share_ = true;
     // q/k/v's matvec ropes and stores into the KV cache itself (TANDEM_VK_QKV_ROPE=0: off).
     bool q8_rope_ = true;

@@ -82,10 +82,6 @@ void VulkanBackend::read_tuning_env() {
         const int n = std::atoi(v);
         if (n == 1 || n == 2 || n == 4 || n == 8) q8_rows_ = uint32_t(n);
     }
-    if (const char* v = std::getenv("TANDEM_VK_Q8_WG")) {
-        const int n = std::atoi(v);
-        if (n == 64 || n == 128 || n == 256) q8_wg_ = uint32_t(n);
-    }
     if (const char* v = std::getenv("TANDEM_VK_QKV_ROPE")) q8_rope_ = std::string(v) != "0";
     if (const char* v = std::getenv("TANDEM_VK_NORM_FUSE")) norm_fuse_ = std::string(v) != "0";
     if (const char* v = std::getenv("TANDEM_VK_Q8_SHARE")) q8_share_ = std::string(v) != "0";

@@ -118,12 +118,7 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
 bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T) const {
     return q8_share_ && T <= 2 && type != uint32_t(DType::Q8_0) &&
            type != repacked_type_id(DType::Q8_0) && pd_.subgroup_arithmetic &&
-           pd_.subgroup_size >= rows && q8_workgroup(type) % pd_.subgroup_size == 0;
-}
-
-// Invocations per matvec_q8.comp workgroup (not RESID's).
-uint32_t VulkanBackend::q8_workgroup(uint32_t) const {
-    return q8_wg_ ? q8_wg_ : kQ8Workgroup;
+           pd_.subgroup_size >= rows && kQ8Workgroup % pd_.subgroup_size == 0;
 }
 
 bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
@@ -179,17 +174,17 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
         if (n == 3) p.y2 = rope->v_cache.address, outs[2] = rope->v_cache;
     }
     const uint32_t tok = T == 1 ? 1 : T == 2 ? 2 : T <= 4 ? 4 : 8;
-    const uint32_t wg = q8_workgroup(type);
-    const uint32_t sg =
-        pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && (wg / wg_rows) % pd_.subgroup_size == 0
-            ? 1u
-            : 0u;
+    const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&
+                                (kQ8Workgroup / wg_rows) % pd_.subgroup_size == 0
+                            ? 1u
+                            : 0u;
     const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
     const uint32_t share = q8_shares(type, wg_rows, T) ? 1u : 0u;
-    dispatch("matvec_q8",
-             {type, wg, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share, 0u, norm_eps}, &p,
-             sizeof p, split_x(groups), 1, split_z(groups), {q},
-             {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
+    dispatch(
+        "matvec_q8",
+        {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share, 0u, norm_eps},
+        &p, sizeof p, split_x(groups), 1, split_z(groups), {q},
+        {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
     for (size_t k = 0; k < n; ++k)
         if (overlap(outs[k], x)) q8_src_ = 0;
