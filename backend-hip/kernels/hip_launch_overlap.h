@@ -2,8 +2,9 @@
 // Overlapped launches of a step's dependent kernels (NVIDIA sm_90+, through the CUDA path).
 //
 // A decode step is ~230 launches that each depend on the one before; between two of them the
-// GPU drains the first grid, then launches and ramps up the next (~1-2 us on an H200, a third
-// of an 8B token's time). With programmatic dependent launch the next grid is launched while
+// GPU drains the first grid, then launches and ramps up the next (~1 us a node in a CUDA graph
+// on an H200, more with the ramp; overlapping them gained 4-7 % of 8B decode, docs/hip.md).
+// With programmatic dependent launch the next grid is launched while
 // the one before still runs: its blocks take the SM slots the last wave frees, may start the
 // loads that do not depend on the step (the weights: grid_prefetch_l2, where that pays) and
 // wait in grid_wait() until the grid before has finished and its writes are visible.
