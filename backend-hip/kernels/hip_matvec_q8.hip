@@ -104,7 +104,7 @@ __device__ inline void token_acts(const int8_t* xq, const float2* xds, int n_in,
     }
 }
 
-// acc[r][t] = this thread's share (items tid, tid + 128, ...) of row r's dot with token t: an
+// acc[r][t] = this thread's share (items tid, tid + Stride, ...) of row r's dot with token t: an
 // item's activations are loaded once per token and meet the R rows' weights.
 template <DType T, int TM, int R, int Stride = kQ8Threads>
 __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM], int n_in,
@@ -345,7 +345,7 @@ bool prefetch_weights(DType type) {
     return f == DType::Q4_K || f == DType::Q5_K || f == DType::Q6_K;
 }
 
-// Output rows per block of 128 threads: 4, 2 for Q8_0. H200, one 8B-shaped matvec at a time
+// Output rows per block: 4, 2 for Q8_0. H200, one 8B-shaped matvec at a time
 // (packaging/gpu/matvec_lab.cu, docs/hip.md): Q4_0 gate+up 26.9 / 20.1 / 17.2 us for 1 / 2 / 4
 // rows, Q8_0 32.5 / 29.3 / 30.4.
 // TANDEM_HIP_Q8_ROWS = 1, 2 or 4 overrides, for tuning; read at every launch (a getenv per
@@ -367,9 +367,10 @@ constexpr int q8_block_groups() {
     return file_type(T) == DType::Q4_K ? 2 : 4;
 }
 
-template <DType T, int TM, int R, bool Norm, int G>
-void matvec_q8_launch_groups(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
-                             const float2* xds, int n_tok, hipStream_t s) {
+template <DType T, int TM, int R, bool Norm>
+void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
+                           const float2* xds, int n_tok, hipStream_t s) {
+    constexpr int G = q8_block_groups<T>();
     const int64_t rows = parts_rows(parts);
     const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(G * kLaneGroup);
     if (parts.rope.cs)
@@ -378,13 +379,6 @@ void matvec_q8_launch_groups(const Q8Parts& parts, int64_t stride, int n_in, con
     else
         TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, false, Norm, G>), grid, block, 0,
                                  s, parts, stride, n_in, xq, xds, n_tok);
-}
-
-template <DType T, int TM, int R, bool Norm>
-void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
-                           const float2* xds, int n_tok, hipStream_t s) {
-    matvec_q8_launch_groups<T, TM, R, Norm, q8_block_groups<T>()>(parts, stride, n_in, xq, xds,
-                                                                  n_tok, s);
 }
 
 // The norm's scale only for decode token counts (launch_matvec_q8_resid_norm's), so the longer
