@@ -35,16 +35,6 @@ int env_switch(const char* name, int dflt) {
     return std::string(v) == "0" ? 0 : 1;
 }
 
-// FNV-1a over the bytes of a value: the key of a captured step graph.
-struct Fnv {
-    uint64_t h = 1469598103934665603ull;
-    template <class T>
-    void add(const T& v) {
-        const auto* p = reinterpret_cast<const unsigned char*>(&v);
-        for (size_t i = 0; i < sizeof(T); ++i) h = (h ^ p[i]) * 1099511628211ull;
-    }
-};
-
 // Bytes 0..255 of the step's device io buffer hold n_past (kv_store and attention read it
 // there, so a replayed graph sees the step's position); inputs and outputs follow.
 constexpr uint64_t kNPastBytes = 256;
@@ -537,28 +527,12 @@ void HipBackend::enqueue_step(const Graph& g) {
 }
 
 uint64_t HipBackend::step_key(const Graph& g) const {
-    Fnv f;
-    for (const GraphTensor& t : g.tensors()) {
-        f.add(t.role);
-        f.add(t.type);
-        f.add(t.ne);
-        f.add(t.slot);
-        f.add(t.offset);
-    }
-    for (const Node& n : g.nodes()) {
-        f.add(n.op);
-        f.add(n.out);
-        f.add(n.src);
-        f.add(n.i);
-        f.add(n.f);
-    }
+    uint64_t h = g.fingerprint();
     // Buffers the captured kernels and copies point into.
-    f.add(scratch_.data());
-    f.add(io_dev_.data());
-    f.add(staging_.data());
-    f.add(moe_scratch_.data());
-    f.add(attn_scratch_.data());
-    return f.h;
+    for (const uint8_t* p : {scratch_.data(), io_dev_.data(), staging_.data(), moe_scratch_.data(),
+                             attn_scratch_.data()})
+        h = fingerprint_mix(h, reinterpret_cast<uintptr_t>(p));
+    return h;
 }
 
 void HipBackend::drop_graphs() {

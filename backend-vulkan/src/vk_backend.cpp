@@ -341,7 +341,7 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     check_step_inputs(g, io);  // every step, recorded or replayed, before anything is queued
     layout_io(g, io);          // may move the io buffer (generation_), so before the cache look-up
     const bool cache = cache_steps_ && cacheable(g);
-    const uint64_t key = cache ? graph_key(g) : 0;
+    const uint64_t key = cache ? g.fingerprint() : 0;
     if (CachedStep* c = cache ? find_cached(key) : nullptr) {
         c->last_used = ++use_clock_;
         if (profiler_) {
@@ -434,35 +434,6 @@ void VulkanBackend::copy_outputs(const Graph& g, const StepIO& io) {
             std::memcpy(io.outputs[t.slot],
                         static_cast<const uint8_t*>(io_.mapped) + output_offset_[t.slot],
                         t.nbytes());
-}
-
-uint64_t VulkanBackend::graph_key(const Graph& g) {
-    // Word-at-a-time multiply-xorshift over the fields (not the structs' padding); it runs every
-    // step, so not byte by byte.
-    uint64_t h = 0x243F6A8885A308D3ull;
-    auto mix = [&h](uint64_t v) {
-        h = (h ^ v) * 0x9E3779B97F4A7C15ull;
-        h ^= h >> 29;
-    };
-    mix(g.nodes().size());
-    mix(g.tensors().size());
-    for (const Node& n : g.nodes()) {
-        mix(uint64_t(n.op));
-        mix(uint64_t(uint32_t(n.out)));
-        for (TensorId s : n.src) mix(uint64_t(uint32_t(s)));
-        for (int32_t v : n.i) mix(uint64_t(uint32_t(v)));
-        for (float f : n.f) {
-            uint32_t u;
-            std::memcpy(&u, &f, sizeof u);
-            mix(u);
-        }
-    }
-    for (const GraphTensor& t : g.tensors()) {
-        mix(uint64_t(t.role) | uint64_t(t.type) << 8 | uint64_t(uint32_t(t.slot)) << 32);
-        for (int64_t e : t.ne) mix(uint64_t(e));
-        mix(t.offset);
-    }
-    return h;
 }
 
 // Steps with a host collective wait and continue in the middle: recorded every time.

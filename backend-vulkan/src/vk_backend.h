@@ -80,7 +80,7 @@ class VulkanBackend final : public Backend {
     // graph (every decode token): per-step values come from StepParams and the io buffer, so
     // only buffer moves (generation_) invalidate them.
     struct CachedStep {
-        uint64_t key = 0;         // graph_key()
+        uint64_t key = 0;         // Graph::fingerprint() (buffers: generation)
         uint64_t generation = 0;  // generation_ when recorded
         uint64_t last_used = 0;
         std::vector<VkCommandBuffer> cbs;
@@ -155,9 +155,6 @@ class VulkanBackend final : public Backend {
     // q8: also quantise the output (register path, the caller checked).
     void record_rms_norm(const Ref& x, const Ref& w, const Ref& y, const Ref& add_b,
                          const Ref& add_s, int64_t group, uint64_t n_groups, float eps, bool q8);
-    // A fingerprint of everything the recorded commands depend on in the graph (nodes, tensor
-    // roles, types, shapes, slots, scratch offsets); buffer addresses are covered by generation_.
-    static uint64_t graph_key(const Graph& g);
     bool cacheable(const Graph& g) const;
     CachedStep* find_cached(uint64_t key);
     CachedStep* new_cached(uint64_t key);

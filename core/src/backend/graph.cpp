@@ -1,6 +1,7 @@
 #include "tandem/backend/graph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -52,9 +53,45 @@ const char* op_name(Op op) {
     return "?";
 }
 
+namespace {
+
+uint64_t mix_tensor(uint64_t h, const GraphTensor& t) {
+    h = fingerprint_mix(
+        h, uint64_t(t.role) | uint64_t(t.type) << 8 | uint64_t(uint32_t(t.slot)) << 32);
+    for (int64_t e : t.ne) h = fingerprint_mix(h, uint64_t(e));
+    return fingerprint_mix(h, t.offset);
+}
+
+uint64_t mix_node(uint64_t h, const Node& n) {
+    h = fingerprint_mix(h, uint64_t(n.op) | uint64_t(uint32_t(n.out)) << 32);
+    for (TensorId s : n.src) h = fingerprint_mix(h, uint64_t(uint32_t(s)));
+    for (int32_t v : n.i) h = fingerprint_mix(h, uint64_t(uint32_t(v)));
+    for (float f : n.f) {
+        uint32_t u;
+        std::memcpy(&u, &f, sizeof u);
+        h = fingerprint_mix(h, u);
+    }
+    return h;
+}
+
+}  // namespace
+
 TensorId Graph::add_tensor(GraphTensor t) {
+    tensors_hash_ = mix_tensor(tensors_hash_, t);
     tensors_.push_back(std::move(t));
     return static_cast<TensorId>(tensors_.size() - 1);
+}
+
+void Graph::hash_tensors() {
+    tensors_hash_ = kFingerprintSeed;
+    for (const GraphTensor& t : tensors_) tensors_hash_ = mix_tensor(tensors_hash_, t);
+}
+
+uint64_t Graph::fingerprint() const {
+    uint64_t h = fingerprint_mix(kFingerprintSeed, nodes_.size());
+    h = fingerprint_mix(h, tensors_.size());
+    h = fingerprint_mix(h, nodes_hash_);
+    return fingerprint_mix(h, tensors_hash_);
 }
 
 TensorId Graph::weight(int slot, std::string name, DType type, std::array<int64_t, 3> ne) {
@@ -104,6 +141,7 @@ TensorId Graph::output(int slot, std::string name, int64_t cols, int64_t rows) {
 }
 
 void Graph::add_node(const Node& n) {
+    nodes_hash_ = mix_node(nodes_hash_, n);
     nodes_.push_back(n);
 }
 
@@ -170,6 +208,7 @@ uint64_t Graph::plan_scratch() {
         }
     }
     scratch_bytes_ = peak;
+    hash_tensors();  // the offsets changed
     return peak;
 }
 

@@ -96,6 +96,14 @@ inline Node make_node(Op op, TensorId out, std::initializer_list<TensorId> src,
     return n;
 }
 
+// Graph::fingerprint()'s start, and one word into a running fingerprint (multiply-xorshift,
+// word at a time); backends mix in their own keys (buffer addresses) the same way.
+inline constexpr uint64_t kFingerprintSeed = 0x243F6A8885A308D3ull;
+inline uint64_t fingerprint_mix(uint64_t h, uint64_t v) {
+    h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
 class Graph {
   public:
     TensorId add_tensor(GraphTensor t);
@@ -117,10 +125,19 @@ class Graph {
     // Checks ids, roles and shapes of every node; throws tandem::Error naming the node.
     void validate() const;
 
+    // A 64-bit hash of the nodes and of the tensors' roles, types, shapes, slots and offsets
+    // (not their names): what backends key a recorded step by. Kept current by every change, so
+    // reading it per step costs nothing (hashing the ~1000 fields of an 8B step every step cost
+    // the HIP backend 90 us a token, 4 % of an H200's decode step).
+    uint64_t fingerprint() const;
+
   private:
+    void hash_tensors();
+
     std::vector<GraphTensor> tensors_;
     std::vector<Node> nodes_;
     uint64_t scratch_bytes_ = 0;
+    uint64_t nodes_hash_ = kFingerprintSeed, tensors_hash_ = kFingerprintSeed;
 };
 
 // Host-side data of one step.
