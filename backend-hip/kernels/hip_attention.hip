@@ -5,6 +5,7 @@
 #include <hip/hip_runtime.h>
 #endif
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "hip_attention_split.h"
@@ -316,10 +317,24 @@ int split_heads_per_block(int64_t head_dim) {
     return head_dim > 128 ? 2 : 4;
 }
 
+// The split path's partials, after kSplitTickets ticket counters (the front stays put whatever
+// the step's shape, so a larger step's partials never land on a smaller one's counters).
 uint64_t attention_scratch_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim) {
     return n_tokens <= kDecodeMaxTokens
-               ? uint64_t(n_tokens * n_head) * kMaxDecodeSplits * uint64_t(head_dim + 2)
+               ? kSplitTickets +
+                     uint64_t(n_tokens * n_head) * kMaxDecodeSplits * uint64_t(head_dim + 2)
                : 0;
+}
+
+uint64_t attention_zeroed_floats() {
+    return kSplitTickets;
+}
+
+// TANDEM_HIP_ATTN_MERGE=0: the splits merged by k_attention_combine (A/B runs and the test
+// holding the two ways together); read at every launch.
+bool attention_merge_in_split() {
+    const char* v = std::getenv("TANDEM_HIP_ATTN_MERGE");
+    return !(v && v[0] == '0');
 }
 
 int64_t attention_max_head_dim() {
@@ -399,15 +414,24 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                       : per > kMaxDecodeSplits ? kMaxDecodeSplits
                                                : per);
     }
-    float* part_ml = scratch;  // [n_tokens * n_head * n_split][2]
-    float* part_acc = n_split > 1 ? scratch + 2 * n_tokens * n_head * n_split : nullptr;
+    int* tickets = split ? reinterpret_cast<int*>(scratch) : nullptr;
+    float* part_ml = split ? scratch + kSplitTickets : nullptr;  // [n_tokens * n_head * n_split][2]
+    float* part_acc = n_split > 1 ? part_ml + 2 * n_tokens * n_head * n_split : nullptr;
+    const bool q8_out =
+        q8 && n_split > 1 && head_dim % kQ8Block == 0 && (n_head * head_dim) % kQ8LayoutGroup == 0;
+    auto* q8s = q8_out ? static_cast<int8_t*>(q8) : nullptr;
+    auto* q8d = q8_out ? reinterpret_cast<float2*>(q8s + n_tokens * n_head * head_dim) : nullptr;
+    // The splits merged by the last of them (tickets) or by k_attention_combine.
+    const bool merge_in_split = cluster && n_split > 1 && n_split <= kLaneGroup &&
+                                n_tokens * head_blocks <= kSplitTickets &&
+                                attention_merge_in_split();
     if (cluster) {
         const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks),
                         static_cast<unsigned>(n_tokens));
         auto go = [&](auto kernel) {
             TANDEM_LAUNCH_OVERLAPPED(kernel, grid, dim3(kSplitThreads), 0, s, q, n_head, n_kv_head,
                                      window, scale, softcap, k_cache, v_cache, n_past, part_ml,
-                                     part_acc);
+                                     part_acc, merge_in_split ? tickets : nullptr, out, q8s, q8d);
         };
         if (head_dim == 64)
             f16 ? go(k_attention_split<8, 4, true>) : go(k_attention_split<8, 4, false>);
@@ -421,12 +445,7 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                            window, scale, softcap, k_cache, v_cache, f16 ? 1 : 0, kvec ? 1 : 0,
                            vvec ? 1 : 0, n_past, n_split, part_ml, part_acc, out);
     }
-    const bool q8_out =
-        q8 && n_split > 1 && head_dim % kQ8Block == 0 && (n_head * head_dim) % kQ8LayoutGroup == 0;
-    if (n_split > 1) {
-        auto* q8s = q8_out ? static_cast<int8_t*>(q8) : nullptr;
-        auto* q8d =
-            q8_out ? reinterpret_cast<float2*>(q8s + n_tokens * n_head * head_dim) : nullptr;
+    if (n_split > 1 && !merge_in_split) {
         TANDEM_LAUNCH_OVERLAPPED(k_attention_combine,
                                  dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(kTile), 0, s,
                                  head_dim, n_split, part_ml, part_acc, out, q8s, q8d);

@@ -6,17 +6,19 @@
 // i holds head dims DPL*i .. DPL*i + DPL-1 of q, K and V: 16-byte loads), the score is summed
 // across the cluster with three xor shuffles and every lane keeps the online softmax (m, l,
 // acc) of its dims in registers: no barrier in the position loop. The 16 clusters merge once
-// at the end through shared memory. Writes per (token, head, split) the unnormalised partial
-// (acc[head_dim], m, l) k_attention_combine merges; empty shares write m = -inf.
+// at the end through shared memory, all heads at once. Then the splits merge: in the last
+// split block to finish (a ticket per head block), or in k_attention_combine (no tickets).
 #include <cstdint>
 
 #include "hip_blocks.h"
+#include "hip_decode.h"
 #include "hip_launch_overlap.h"
 
 namespace tandem::hip {
 
 inline constexpr int kSplitThreads = 128, kSplitCluster = 8;
-inline constexpr int kSplitMinShare = 16;  // positions per split at least
+inline constexpr int kSplitMinShare = 16;   // positions per split at least
+inline constexpr int kSplitTickets = 8192;  // merge tickets (tokens x head blocks) at most
 
 // Sum over the calling lane's cluster. Only the cluster is sure to be converged (the clusters of
 // a warp leave the position loop at different trips), so the CUDA mask names just its lanes.
@@ -60,15 +62,37 @@ __device__ inline void load_dims(const void* c, int64_t e0, float* r) {
     }
 }
 
+// Coherent load of what another block of this grid wrote (before a __threadfence and a ticket):
+// from L2, past this SM's L1.
+__device__ inline float load_l2(const float* p) {
+#if defined(TANDEM_HIP_ON_CUDA)
+    return __ldcg(p);
+#else
+    return *static_cast<const volatile float*>(p);
+#endif
+}
+
 // grid (n_split, n_kv_head * ceil(group / HB), n_tokens); head_dim = 8 * DPL.
+// tickets null: every split writes its partial (empty ones m = -inf) for k_attention_combine.
+// tickets (kSplitTickets counters, zero, indexed by token and head block): only the splits with
+// positions run; a lone split writes the output itself, else each writes its partial, takes a
+// ticket, and the last one merges the partials of its heads (no combine launch: 3.8 us a layer of
+// an 8B decode on an H200, docs/hip.md) and sets the counter back to zero. out / q8 as
+// k_attention_combine's.
 template <int DPL, int HB, bool F16>
 __global__ void __launch_bounds__(kSplitThreads)
     k_attention_split(const float* q, int64_t n_head, int64_t n_kv_head, int64_t window,
                       float scale, float softcap, const void* kc, const void* vc,
-                      const int32_t* n_past, float* part_ml, float* part_acc) {
+                      const int32_t* n_past, float* part_ml, float* part_acc, int* tickets,
+                      float* out, int8_t* q8s, float2* q8d) {
     constexpr int hd = 8 * DPL, NCL = kSplitThreads / kSplitCluster;
-    __shared__ float cm[NCL * HB], cl_sum[NCL * HB];
-    __shared__ float cacc[NCL * hd];  // one head's accumulators, per cluster
+    static_assert(HB * NCL <= kSplitThreads && HB * kLaneGroup <= kSplitThreads &&
+                  (HB * NCL) % kLaneGroup == 0 && hd % kLaneGroup == 0);
+    __shared__ float cm[HB][NCL], cw[HB][NCL], cl_sum[HB][NCL];
+    __shared__ float cacc[HB][NCL][hd];   // the clusters' accumulators
+    __shared__ float hm[HB], hl[HB];      // per head: the block's max and sum
+    __shared__ float sw[HB][kLaneGroup];  // the last block: the splits' weights e^(m_s - M)
+    __shared__ int last;
     grid_wait();
     grid_launch_dependents();
     const int tid = int(threadIdx.x), cl = tid / kSplitCluster, ln = tid % kSplitCluster;
@@ -81,6 +105,8 @@ __global__ void __launch_bounds__(kSplitThreads)
     const int64_t len = pos + 1 - lo;
     int64_t share = (len + n_split - 1) / n_split;
     if (share < kSplitMinShare) share = kSplitMinShare;
+    const int n_active = int((len + share - 1) / share);  // splits with positions
+    if (tickets && split >= n_active) return;
     const int64_t begin = lo + split * share < pos + 1 ? lo + split * share : pos + 1;
     const int64_t end = begin + share < pos + 1 ? begin + share : pos + 1;
     const int64_t kv_width = n_kv_head * hd;
@@ -119,38 +145,104 @@ __global__ void __launch_bounds__(kSplitThreads)
             for (int i = 0; i < DPL; ++i) acc[g][i] = acc[g][i] * f + e * vr[i];
         }
     }
-    // Merge the clusters: M = max m, L = sum l e^(m - M), acc = sum acc e^(m - M).
-    if (ln == 0)
-#pragma unroll
-        for (int g = 0; g < HB; ++g) {
-            cm[cl * HB + g] = m[g];
-            cl_sum[cl * HB + g] = l[g];
-        }
-    __syncthreads();
+    // Merge the clusters, every head at once: M = max m, L = sum l e^(m - M), acc = sum acc
+    // e^(m - M) (clusters without positions weigh nothing; a split without any gives M = -inf).
 #pragma unroll
     for (int g = 0; g < HB; ++g) {
-        if (g >= nh) continue;  // uniform over the block: its barriers are reached by all
-        float M = -INFINITY;
-        for (int c = 0; c < NCL; ++c) M = fmaxf(M, cm[c * HB + g]);
-        // Clusters without positions weigh nothing (and a share without any gives M = -inf).
-        const float f = m[g] == -INFINITY ? 0.0f : expf(m[g] - M);
+        if (ln == 0) cm[g][cl] = m[g], cl_sum[g][cl] = l[g];
 #pragma unroll
-        for (int i = 0; i < DPL; ++i) cacc[cl * hd + d0 + i] = acc[g][i] * f;
-        __syncthreads();
-        const int64_t row = (t * n_head + h0 + g) * n_split + split;
-        for (int d = tid; d < hd; d += kSplitThreads) {
-            float a = 0.0f;
-            for (int c = 0; c < NCL; ++c) a += cacc[c * hd + d];
-            part_acc[row * hd + d] = a;
+        for (int i = 0; i < DPL; ++i) cacc[g][cl][d0 + i] = acc[g][i];
+    }
+    __syncthreads();
+    if (tid < HB * NCL) {  // thread (head g, cluster c): whole lane groups, NCL lanes a head
+        const int g = tid / NCL, c = tid % NCL;
+        float M = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < NCL; ++k) M = fmaxf(M, cm[g][k]);
+        const float w = cm[g][c] == -INFINITY ? 0.0f : expf(cm[g][c] - M);
+        cw[g][c] = w;
+        float L = cl_sum[g][c] * w;
+#pragma unroll
+        for (int off = NCL / 2; off > 0; off >>= 1) {
+#if defined(TANDEM_HIP_ON_CUDA)
+            L += __shfl_xor_sync(0xffffffffu, L, off, NCL);
+#else
+            L += __shfl_xor(L, off, NCL);
+#endif
         }
-        if (tid == 0) {
-            float L = 0.0f;
-            for (int c = 0; c < NCL; ++c)
-                if (cm[c * HB + g] != -INFINITY) L += cl_sum[c * HB + g] * expf(cm[c * HB + g] - M);
-            part_ml[2 * row] = M;
-            part_ml[2 * row + 1] = L;
+        if (c == 0) hm[g] = M, hl[g] = L;
+    }
+    __syncthreads();
+    // Thread tid takes (head, dim) pairs tid, tid + 128, ...: a lane group holds 32 consecutive
+    // dims of one head (a q8 block of the output).
+    constexpr int kPairs = HB * hd / kSplitThreads;
+    static_assert(kPairs * kSplitThreads == HB * hd);
+    float a[kPairs];
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+        const int idx = tid + k * kSplitThreads, g = idx / hd, d = idx % hd;
+        float v = 0.0f;
+#pragma unroll
+        for (int c = 0; c < NCL; ++c) v += cacc[g][c][d] * cw[g][c];
+        a[k] = v;
+    }
+    const int64_t head0 = t * n_head + h0;  // output row of head 0 of the block
+    if (tickets && n_active == 1) {         // the only split: the output itself
+#pragma unroll
+        for (int k = 0; k < kPairs; ++k) {
+            const int idx = tid + k * kSplitThreads, g = idx / hd, d = idx % hd;
+            const float v = a[k] / hl[g];
+            const int64_t i = (head0 + g) * hd + d;
+            if (g < nh) out[i] = v;
+            if (q8s) q8_store_group(v, i, g < nh, q8s, q8d);
         }
-        __syncthreads();  // cacc is rewritten for the next head
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+        const int idx = tid + k * kSplitThreads, g = idx / hd, d = idx % hd;
+        if (g < nh) part_acc[((head0 + g) * n_split + split) * hd + d] = a[k];
+    }
+    if (tid < nh) {
+        const int64_t row = (head0 + tid) * n_split + split;
+        part_ml[2 * row] = hm[tid];
+        part_ml[2 * row + 1] = hl[tid];
+    }
+    if (!tickets) return;
+    // The last split of the head block to finish merges (threadFenceReduction's pattern: every
+    // writer fences, one thread takes the ticket, the taker reads past L1).
+    __threadfence();
+    __syncthreads();
+    int* ticket = tickets + t * gridDim.y + blockIdx.y;
+    if (tid == 0) {
+        last = atomicAdd(ticket, 1) == n_active - 1;
+        if (last) atomicExch(ticket, 0);  // ready for the next launch
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (tid < HB * kLaneGroup) {  // lane group g, lane s: head g's split s
+        const int g = tid / kLaneGroup, s = tid % kLaneGroup;
+        const int64_t row = (head0 + (g < nh ? g : 0)) * n_split + s;
+        const bool live = s < n_active;
+        const float ms = live ? load_l2(part_ml + 2 * row) : -INFINITY;
+        const float M = group_max(ms);
+        const float w = ms == -INFINITY ? 0.0f : expf(ms - M);
+        const float L = group_sum(live ? load_l2(part_ml + 2 * row + 1) * w : 0.0f);
+        sw[g][s] = w;
+        if (s == 0) hl[g] = L;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+        const int idx = tid + k * kSplitThreads, g = idx / hd, d = idx % hd;
+        const float* pa = part_acc + (head0 + (g < nh ? g : 0)) * n_split * hd + d;
+        float v = 0.0f;
+        for (int s2 = 0; s2 < n_active; ++s2) v += load_l2(pa + int64_t(s2) * hd) * sw[g][s2];
+        v /= hl[g];
+        const int64_t i = (head0 + g) * hd + d;
+        if (g < nh) out[i] = v;
+        if (q8s) q8_store_group(v, i, g < nh, q8s, q8d);
     }
 }
 

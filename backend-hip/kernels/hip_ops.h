@@ -155,7 +155,9 @@ void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16
 // Causal attention of q [n_tokens, n_head*head_dim] at positions *n_past.. over cache rows
 // 0..*n_past+n_tokens-1 (GQA, window 0 = none, softcap 0 = none); n_past as for kv_store.
 // scratch: attention_scratch_floats() floats of device memory for decode steps, whose keys are
-// split over several blocks (null or too small: one block per token and head). q8 (or null):
+// split over several blocks (null or too small: one block per token and head); its first
+// attention_zeroed_floats() must be zero when first given, and stay untouched by anything else
+// (ticket counters, left zero by every launch). q8 (or null):
 // where the output's q8 activations go (q8_act_bytes(n_head * head_dim, n_tokens)), written
 // when the split path runs and head_dim % 32 == 0 (returned).
 bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, int64_t n_head,
@@ -164,6 +166,7 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                       float* scratch, uint64_t scratch_floats, float* out, hipStream_t s,
                       void* q8 = nullptr);
 uint64_t attention_scratch_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim);
+uint64_t attention_zeroed_floats();
 // Largest head_dim launch_attention takes.
 int64_t attention_max_head_dim();
 

@@ -224,9 +224,10 @@ class HipBackend final : public Backend {
     std::vector<Weight> weights_;
     std::vector<Kv> kv_;
     DeviceBuffer scratch_;
-    DeviceBuffer moe_scratch_;   // expert FFN hidden rows [2, n_tok * k, n_ff]
-    DeviceBuffer attn_scratch_;  // split decode attention: partial (max, sum) and outputs
-    DeviceBuffer q8_scratch_;    // decode matvec input quantised to int8 blocks
+    DeviceBuffer moe_scratch_;  // expert FFN hidden rows [2, n_tok * k, n_ff]
+    DeviceBuffer
+        attn_scratch_;         // split decode attention: merge tickets, partial (max, sum), outputs
+    DeviceBuffer q8_scratch_;  // decode matvec input quantised to int8 blocks
     // Rope (cos, sin) tables of the step being enqueued (rope_table): kRopeTables slots of
     // [kMatvecMaxTokens, kRopeTableHalf] float2, and what each holds.
     static constexpr int kRopeTables = 4;
@@ -686,8 +687,11 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     check_step_inputs(g, io);  // token ids and the KV cache's room, before anything is enqueued
     if (moe_floats * sizeof(float) > moe_scratch_.size())
         moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
-    if (attn_floats * sizeof(float) > attn_scratch_.size())
+    if (attn_floats * sizeof(float) > attn_scratch_.size()) {
         attn_scratch_ = DeviceBuffer(attn_floats * sizeof(float));
+        check(hipMemset(attn_scratch_.data(), 0, attention_zeroed_floats() * sizeof(float)),
+              "clearing the attention tickets");
+    }
     if (q8_bytes > q8_scratch_.size()) {
         drop_graphs();  // captured steps point at the old buffers
         q8_scratch_ = DeviceBuffer(q8_bytes);

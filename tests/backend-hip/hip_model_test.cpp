@@ -155,5 +155,17 @@ TEST(HipModelsFused, OverlappedLaunchesMatchPlainLaunches) {
     expect_switch_changes_no_logits("hip", "TANDEM_HIP_OVERLAP", 1e-30);
 }
 
+// Decode attention's splits merged by the last split block to finish (a ticket per head block)
+// against a k_attention_combine launch (TANDEM_HIP_ATTN_MERGE=0). The same partials, merged in
+// the same order, one dividing by the sum where the other multiplies by its inverse: a few
+// ulps, and a q8 rounding of the output now and then; a lost, doubled or stale split moves the
+// logits by far more. Prompt + greedy tokens run past one split's 16 positions, so both the
+// lone-split path and the ticketed merge run; the op suite checks both against f64.
+TEST(HipModelsFused, AttentionMergedInSplitMatchesCombineLaunch) {
+    TANDEM_HIP_OR_SKIP(probe);
+    probe.reset();
+    expect_switch_changes_no_logits("hip", "TANDEM_HIP_ATTN_MERGE", 1e-3);
+}
+
 }  // namespace
 }  // namespace tandem::test

@@ -49,6 +49,11 @@ TEST_P(AttnOps, CausalAttentionOverCache) {
              AttnCase{4, 2, 80, 300, 0, DType::F32, 700, 1},
              // Llama-shaped decode: GQA 4:1, head_dim 128, f16 cache (16-byte K loads)
              AttnCase{8, 2, 128, 0, 0, DType::F16, 300, 1},
+             // decode steps whose keys span several of HIP's splits, merged by the last split
+             // block: a window, head_dim 256, a GQA group of 3 in blocks of 4 heads
+             AttnCase{8, 2, 128, 100, 0, DType::F16, 250, 3},
+             AttnCase{4, 2, 256, 0, 0, DType::F32, 200, 2},
+             AttnCase{6, 2, 64, 0, 0, DType::F16, 90, 4},
              // more than 8 tokens: HIP runs one block per (token, head), no key split
              AttnCase{4, 2, 64, 0, 0, DType::F16, 30, 12},
              AttnCase{2, 1, 128, 5, 0, DType::F32, 140, 20},
