@@ -689,7 +689,8 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
         moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
     if (attn_floats * sizeof(float) > attn_scratch_.size()) {
         attn_scratch_ = DeviceBuffer(attn_floats * sizeof(float));
-        check(hipMemset(attn_scratch_.data(), 0, attention_zeroed_floats() * sizeof(float)),
+        check(hipMemsetAsync(attn_scratch_.data(), 0, attention_zeroed_floats() * sizeof(float),
+                             stream_),
               "clearing the attention tickets");
     }
     if (q8_bytes > q8_scratch_.size()) {
