@@ -264,28 +264,19 @@ __global__ void k_attention(const float* q, int64_t n_head, int64_t n_kv_head, i
 // multiple of 256 values: hip_q8_layout.h): the output is
 // also left as q8 activations of the [n_tokens, n_head * head_dim] rows for the next matmul.
 __global__ void k_attention_combine(int64_t hd, int n_split, const float* part_ml,
-                                    const float* part_acc, float* out, int8_t* q8s, float2* q8d,
-                                    const int32_t* n_past, int64_t n_head, int64_t window,
-                                    int merged_max) {
+                                    const float* part_acc, float* out, int8_t* q8s, float2* q8d) {
     __shared__ float wt[kMaxSplitsCombined];
     __shared__ float inv_l;
     grid_wait();
     grid_launch_dependents();
     const int64_t r = blockIdx.x;
-    // k_attention_split's partials (n_past set): only its splits with positions wrote, and up
-    // to merged_max of them it merged itself.
-    int n_use = n_split;  // splits to merge, of the n_split per row
-    if (n_past) {
-        n_use = split_shares(*n_past, r / n_head, window, n_split).n_active;
-        if (n_use <= merged_max) return;
-    }
     const float* ml = part_ml + 2 * r * n_split;
     if (threadIdx.x < 32) {  // one warp (or half a wave64) finds M and L
         float M = -INFINITY;
-        for (int s = int(threadIdx.x); s < n_use; s += 32) M = fmaxf(M, ml[2 * s]);
+        for (int s = int(threadIdx.x); s < n_split; s += 32) M = fmaxf(M, ml[2 * s]);
         M = group_max(M);
         float L = 0.0f;
-        for (int s = int(threadIdx.x); s < n_use; s += 32) {
+        for (int s = int(threadIdx.x); s < n_split; s += 32) {
             const float e = ml[2 * s] != -INFINITY ? expf(ml[2 * s] - M) : 0.0f;
             wt[s] = e;
             L += ml[2 * s + 1] * e;
@@ -300,7 +291,7 @@ __global__ void k_attention_combine(int64_t hd, int n_split, const float* part_m
         if (i < hd) {
             const float* a = part_acc + r * n_split * hd + i;
 #pragma unroll 8
-            for (int s = 0; s < n_use; ++s)
+            for (int s = 0; s < n_split; ++s)
                 if (wt[s] != 0.0f) v += a[int64_t(s) * hd] * wt[s];
             v *= inv_l;
             out[r * hd + i] = v;
@@ -430,20 +421,17 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
         q8 && n_split > 1 && head_dim % kQ8Block == 0 && (n_head * head_dim) % kQ8LayoutGroup == 0;
     auto* q8s = q8_out ? static_cast<int8_t*>(q8) : nullptr;
     auto* q8d = q8_out ? reinterpret_cast<float2*>(q8s + n_tokens * n_head * head_dim) : nullptr;
-    // The splits merged by the last of them (tickets; up to kSplitMergeMax splits with
-    // positions) or by k_attention_combine.
+    // The splits merged by the last of them (tickets) or by k_attention_combine.
     const bool merge_in_split = cluster && n_split > 1 && n_split <= kLaneGroup &&
                                 n_tokens * head_blocks <= kSplitTickets &&
                                 attention_merge_in_split();
-    const int merge_max = merge_in_split ? kSplitMergeMax : 0;
     if (cluster) {
         const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks),
                         static_cast<unsigned>(n_tokens));
         auto go = [&](auto kernel) {
             TANDEM_LAUNCH_OVERLAPPED(kernel, grid, dim3(kSplitThreads), 0, s, q, n_head, n_kv_head,
                                      window, scale, softcap, k_cache, v_cache, n_past, part_ml,
-                                     part_acc, merge_in_split ? tickets : nullptr, merge_max, out,
-                                     q8s, q8d);
+                                     part_acc, merge_in_split ? tickets : nullptr, out, q8s, q8d);
         };
         if (head_dim == 64)
             f16 ? go(k_attention_split<8, 4, true>) : go(k_attention_split<8, 4, false>);
@@ -457,11 +445,10 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                            window, scale, softcap, k_cache, v_cache, f16 ? 1 : 0, kvec ? 1 : 0,
                            vvec ? 1 : 0, n_past, n_split, part_ml, part_acc, out);
     }
-    if (n_split > 1) {
+    if (n_split > 1 && !merge_in_split) {
         TANDEM_LAUNCH_OVERLAPPED(k_attention_combine,
                                  dim3(static_cast<unsigned>(n_tokens * n_head)), dim3(kTile), 0, s,
-                                 head_dim, n_split, part_ml, part_acc, out, q8s, q8d,
-                                 cluster ? n_past : nullptr, n_head, window, merge_max);
+                                 head_dim, n_split, part_ml, part_acc, out, q8s, q8d);
     }
     return q8_out;
 }

@@ -19,9 +19,6 @@ namespace tandem::hip {
 inline constexpr int kSplitThreads = 128, kSplitCluster = 8;
 inline constexpr int kSplitMinShare = 16;   // positions per split at least
 inline constexpr int kSplitTickets = 8192;  // merge tickets (tokens x head blocks) at most
-// Splits with positions the split kernel merges itself, at most (H200, 8B Q4_0 tg128: +2.7 % at
-// up to 8, -1.8 % at 32 against k_attention_combine; docs/hip.md).
-inline constexpr int kSplitMergeMax = 16;
 
 // Sum over the calling lane's cluster. Only the cluster is sure to be converged (the clusters of
 // a warp leave the position loop at different trips), so the CUDA mask names just its lanes.
@@ -65,24 +62,6 @@ __device__ inline void load_dims(const void* c, int64_t e0, float* r) {
     }
 }
 
-// The positions of token t's attention split over n_split shares of at least kSplitMinShare:
-// the share and the number of splits that have positions (the split kernel and the combine
-// compute it alike from n_past).
-struct SplitShares {
-    int64_t lo, pos, share;
-    int n_active;
-};
-__device__ inline SplitShares split_shares(int32_t n_past, int64_t t, int64_t window, int n_split) {
-    SplitShares r;
-    r.pos = int64_t(n_past) + t;
-    r.lo = window > 0 && r.pos + 1 > window ? r.pos + 1 - window : 0;
-    const int64_t len = r.pos + 1 - r.lo;
-    r.share = (len + n_split - 1) / n_split;
-    if (r.share < kSplitMinShare) r.share = kSplitMinShare;
-    r.n_active = int((len + r.share - 1) / r.share);
-    return r;
-}
-
 // Coherent load of what another block of this grid wrote (before a __threadfence and a ticket):
 // from L2, past this SM's L1.
 __device__ inline float load_l2(const float* p) {
@@ -96,18 +75,16 @@ __device__ inline float load_l2(const float* p) {
 // grid (n_split, n_kv_head * ceil(group / HB), n_tokens); head_dim = 8 * DPL.
 // tickets null: every split writes its partial (empty ones m = -inf) for k_attention_combine.
 // tickets (kSplitTickets counters, zero, indexed by token and head block): only the splits with
-// positions run. Up to merge_max of them: a lone split writes the output itself, else each
-// writes its partial, takes a ticket, and the last one merges the partials of its heads and
-// sets the counter back to zero (k_attention_combine, launched all the same, returns at once:
-// 3.8 us of launch and merge a layer of an 8B decode on an H200, docs/hip.md). More: the
-// partials, for k_attention_combine (one block walking 32 splits of 4 heads was slower than
-// its 32 blocks: 4000 positions 420 against 428 tok/s). out / q8 as k_attention_combine's.
+// positions run; a lone split writes the output itself, else each writes its partial, takes a
+// ticket, and the last one merges the partials of its heads (no combine launch: 3.8 us a layer of
+// an 8B decode on an H200, docs/hip.md) and sets the counter back to zero. out / q8 as
+// k_attention_combine's.
 template <int DPL, int HB, bool F16>
 __global__ void __launch_bounds__(kSplitThreads)
     k_attention_split(const float* q, int64_t n_head, int64_t n_kv_head, int64_t window,
                       float scale, float softcap, const void* kc, const void* vc,
                       const int32_t* n_past, float* part_ml, float* part_acc, int* tickets,
-                      int merge_max, float* out, int8_t* q8s, float2* q8d) {
+                      float* out, int8_t* q8s, float2* q8d) {
     constexpr int hd = 8 * DPL, NCL = kSplitThreads / kSplitCluster;
     static_assert(HB * NCL <= kSplitThreads && HB * kLaneGroup <= kSplitThreads &&
                   (HB * NCL) % kLaneGroup == 0 && hd % kLaneGroup == 0);
@@ -123,12 +100,13 @@ __global__ void __launch_bounds__(kSplitThreads)
     const int64_t group = n_head / n_kv_head, blocks = (group + HB - 1) / HB;
     const int64_t kvh = blockIdx.y / blocks, h0 = kvh * group + (blockIdx.y % blocks) * HB;
     const int nh = int(group - (h0 - kvh * group) < HB ? group - (h0 - kvh * group) : HB);
-    const int64_t t = blockIdx.z;
-    const SplitShares sh = split_shares(*n_past, t, window, n_split);
-    const int64_t pos = sh.pos, lo = sh.lo, share = sh.share;
-    const int n_active = sh.n_active;  // splits with positions
+    const int64_t t = blockIdx.z, pos = int64_t(*n_past) + t;
+    const int64_t lo = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
+    const int64_t len = pos + 1 - lo;
+    int64_t share = (len + n_split - 1) / n_split;
+    if (share < kSplitMinShare) share = kSplitMinShare;
+    const int n_active = int((len + share - 1) / share);  // splits with positions
     if (tickets && split >= n_active) return;
-    const bool merge = tickets && n_active <= merge_max;  // here, not in k_attention_combine
     const int64_t begin = lo + split * share < pos + 1 ? lo + split * share : pos + 1;
     const int64_t end = begin + share < pos + 1 ? begin + share : pos + 1;
     const int64_t kv_width = n_kv_head * hd;
@@ -209,7 +187,7 @@ __global__ void __launch_bounds__(kSplitThreads)
         a[k] = v;
     }
     const int64_t head0 = t * n_head + h0;  // output row of head 0 of the block
-    if (merge && n_active == 1) {           // the only split: the output itself
+    if (tickets && n_active == 1) {         // the only split: the output itself
 #pragma unroll
         for (int k = 0; k < kPairs; ++k) {
             const int idx = tid + k * kSplitThreads, g = idx / hd, d = idx % hd;
@@ -230,7 +208,7 @@ __global__ void __launch_bounds__(kSplitThreads)
         part_ml[2 * row] = hm[tid];
         part_ml[2 * row + 1] = hl[tid];
     }
-    if (!merge) return;
+    if (!tickets) return;
     // The last split of the head block to finish merges (threadFenceReduction's pattern: every
     // writer fences, one thread takes the ticket, the taker reads past L1).
     __threadfence();
@@ -256,9 +234,9 @@ __global__ void __launch_bounds__(kSplitThreads)
     }
     __syncthreads();
     // Sum over the splits in k_attention_combine's order (the same bits), kChunk splits of
-    // every pair loaded before any is added (a load-add chain over 32 splits: 402 tok/s at 4000
-    // positions against 420 with 8 at once; 32 at once 360, docs/hip.md).
-    constexpr int kChunk = 8;
+    // every pair loaded before any is added: at 32 splits a load-add chain was 32 L2 trips
+    // (4000 positions: 402 tok/s against 428 with the combine launch, docs/hip.md).
+    constexpr int kChunk = 32;
     float v[kPairs] = {};
     for (int s0 = 0; s0 < n_active; s0 += kChunk) {
         float x[kPairs][kChunk];
