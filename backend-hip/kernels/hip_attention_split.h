@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kSplitThreads)
     // Sum over the splits in k_attention_combine's order (the same bits), kChunk splits of
     // every pair loaded before any is added: at 32 splits a load-add chain was 32 L2 trips
     // (4000 positions: 402 tok/s against 428 with the combine launch, docs/hip.md).
-    constexpr int kChunk = 32;
+    constexpr int kChunk = 8;
     float v[kPairs] = {};
     for (int s0 = 0; s0 < n_active; s0 += kChunk) {
         float x[kPairs][kChunk];
