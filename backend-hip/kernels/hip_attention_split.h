@@ -72,6 +72,14 @@ __device__ inline float load_l2(const float* p) {
 #endif
 }
 
+__device__ inline float4 load_l2_4(const float* p) {  // p 16-byte aligned
+#if defined(TANDEM_HIP_ON_CUDA)
+    return __ldcg(reinterpret_cast<const float4*>(p));
+#else
+    return make_float4(load_l2(p), load_l2(p + 1), load_l2(p + 2), load_l2(p + 3));
+#endif
+}
+
 // grid (n_split, n_kv_head * ceil(group / HB), n_tokens); head_dim = 8 * DPL.
 // tickets null: every split writes its partial (empty ones m = -inf) for k_attention_combine.
 // tickets (kSplitTickets counters, zero, indexed by token and head block): only the splits with
@@ -233,37 +241,36 @@ __global__ void __launch_bounds__(kSplitThreads)
         if (s == 0) hl[g] = 1.0f / L;
     }
     __syncthreads();
-    // Sum over the splits in k_attention_combine's order (the same bits), kChunk splits of
-    // every pair loaded before any is added: at 32 splits a load-add chain was 32 L2 trips
-    // (4000 positions: 402 tok/s against 428 with the combine launch, docs/hip.md).
-    constexpr int kChunk = 8;
-    float v[kPairs] = {};
+    // Thread tid takes 4 consecutive dims of one head (16-byte loads; HB * head_dim / 4 <= 128
+    // threads) and sums them over the splits in k_attention_combine's order with its arithmetic
+    // (the same bits), kChunk splits loaded before any is added. Loads past the last split with
+    // positions read the last one again (weight 0): no branch between them. At 32 splits a
+    // load-add chain was 32 L2 trips (4000 positions 402 tok/s against 428 with the combine
+    // launch; 8 scalar loads a pair at once 420, 32 at once 360: docs/hip.md).
+    constexpr int kQuads = HB * hd / 4, kChunk = 8;
+    static_assert(kQuads <= kSplitThreads);
+    if (tid >= kQuads) return;
+    const int g = tid / (hd / 4), e0 = 4 * (tid % (hd / 4));
+    const float* pa = part_acc + (head0 + (g < nh ? g : 0)) * n_split * hd + e0;
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int s0 = 0; s0 < n_active; s0 += kChunk) {
-        float x[kPairs][kChunk];
+        float4 x[kChunk];
 #pragma unroll
-        for (int k = 0; k < kPairs; ++k) {
-            const int idx = tid + k * kSplitThreads, g = idx / hd, d = idx % hd;
-            const float* pa = part_acc + (head0 + (g < nh ? g : 0)) * n_split * hd + d;
-#pragma unroll
-            for (int j = 0; j < kChunk; ++j)
-                x[k][j] = s0 + j < n_active ? load_l2(pa + int64_t(s0 + j) * hd) : 0.0f;
+        for (int j = 0; j < kChunk; ++j) {
+            const int sj = s0 + j < n_active ? s0 + j : n_active - 1;
+            x[j] = load_l2_4(pa + int64_t(sj) * hd);
         }
 #pragma unroll
-        for (int k = 0; k < kPairs; ++k) {
-            const int g = (tid + k * kSplitThreads) / hd;
-#pragma unroll
-            for (int j = 0; j < kChunk; ++j)
-                if (s0 + j < n_active && sw[g][s0 + j] != 0.0f) v[k] += x[k][j] * sw[g][s0 + j];
+        for (int j = 0; j < kChunk; ++j) {
+            const float w = sw[g][s0 + j];  // 0 past n_active
+            v.x += x[j].x * w, v.y += x[j].y * w, v.z += x[j].z * w, v.w += x[j].w * w;
         }
     }
-#pragma unroll
-    for (int k = 0; k < kPairs; ++k) {
-        const int idx = tid + k * kSplitThreads, g = idx / hd, d = idx % hd;
-        const float o = v[k] * hl[g];
-        const int64_t i = (head0 + g) * hd + d;
-        if (g < nh) out[i] = o;
-        if (q8s) q8_store_group(o, i, g < nh, q8s, q8d);
-    }
+    const float inv = hl[g];
+    const float4 o = make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
+    const int64_t i0 = (head0 + g) * hd + e0;
+    if (g < nh) *reinterpret_cast<float4*>(out + i0) = o;
+    if (q8s) q8_store_quad(o, i0, g < nh, q8s, q8d);
 }
 
 }  // namespace tandem::hip

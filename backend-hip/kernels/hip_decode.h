@@ -70,6 +70,38 @@ __device__ inline void q8_store_group(float v, int64_t i, bool live, int8_t* qs,
     if (i % kLaneGroup == 0) ds[i / kLaneGroup] = make_float2(d, d * sum);
 }
 
+// q8_store_group for four consecutive values a lane (v: values i0..i0+3, i0 % 4 == 0): a
+// 32-value block is 8 consecutive lanes, and whole 8-lane clusters call it together. The same
+// bits as q8_store_group (the max is exact in any order, the integer sums too).
+__device__ inline void q8_store_quad(float4 v, int64_t i0, bool live, int8_t* qs, float2* ds) {
+    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    for (int off = 1; off < 8; off <<= 1) {
+#if defined(TANDEM_HIP_ON_CUDA)
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off, 8));
+#else
+        amax = fmaxf(amax, __shfl_xor(amax, off, 8));
+#endif
+    }
+    const float d = amax / 127.0f;
+    const int q0 = amax > 0.0f ? int(rintf(v.x / d)) : 0,
+              q1 = amax > 0.0f ? int(rintf(v.y / d)) : 0;
+    const int q2 = amax > 0.0f ? int(rintf(v.z / d)) : 0,
+              q3 = amax > 0.0f ? int(rintf(v.w / d)) : 0;
+    float sum = float(q0 + q1 + q2 + q3);
+    for (int off = 1; off < 8; off <<= 1) {
+#if defined(TANDEM_HIP_ON_CUDA)
+        sum += __shfl_xor_sync(0xffffffffu, sum, off, 8);
+#else
+        sum += __shfl_xor(sum, off, 8);
+#endif
+    }
+    if (!live) return;
+    *reinterpret_cast<uint32_t*>(qs + q8_byte_offset(i0)) =
+        uint32_t(q0 & 0xff) | uint32_t(q1 & 0xff) << 8 | uint32_t(q2 & 0xff) << 16 |
+        uint32_t(q3 & 0xff) << 24;
+    if (i0 % kLaneGroup == 0) ds[i0 / kLaneGroup] = make_float2(d, d * sum);
+}
+
 __device__ inline float half_at(const uint8_t* p) {
     return f16_bits_to_f32(uint16_t(p[0] | (p[1] << 8)));
 }
