@@ -11,22 +11,36 @@
 // n_past comes from the step parameters, and the share of a split is computed here from it, so
 // recorded commands serve every step. Needs head_dim % 16 == 0 and a subgroup size that 8
 // divides (the host checks both).
+// merge != 0: only the splits with positions run, and the last of a head block's splits to
+// finish merges them (no attention_combine dispatch: 5.5 us a layer of an 8B decode on an H200,
+// docs/vulkan.md): each writes its partial, then takes a ticket (a counter per token and head
+// block, zero, set back to zero by its last taker); the last reads the partials back (coherent)
+// and writes y, and its q8 activations when qs is set (head_dim % 32 == 0).
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_shuffle : enable
 #include "common.glsl"
+#include "q8_act.glsl"
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint KV_F16 = 1;
 layout(constant_id = 1) const uint DPL = 16u;  // head_dim / 8: dims per lane
 layout(constant_id = 2) const uint HB = 4u;    // query heads per workgroup
 const uint WG = 128u, CL = 8u, NCL = WG / CL, MAX_HD = 256u, MIN_SHARE = 16u;
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer CFloats { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer CVec4s { vec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer Tickets { uint v[]; };
 layout(push_constant) uniform P {
-    Floats q; Uints k; Uints v; Floats part; Uints step;  // step.v[0] = n_past
+    Floats q; Uints k; Uints v; CFloats part; Uints step;  // step.v[0] = n_past
     uint n_tok; uint n_head; uint n_kv_head; uint head_dim; uint window; uint n_split;
     float scale; float softcap;
+    Tickets tickets; Floats y; Uints qs; Vec2s ds;  // merge only; qs / ds: with q8
+    uint merge; uint q8;
 } p;
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Quads { uvec4 v[]; };
 shared float cm[NCL * HB], cl_sum[NCL * HB];  // each cluster's m and l per head
 shared float cacc[NCL * MAX_HD];              // one head's accumulators, per cluster
+const uint MAX_SPLIT = 32u;                   // merge: splits per head block at most
+shared float sm[HB * MAX_SPLIT], sl[HB * MAX_SPLIT], sw[HB * MAX_SPLIT], sinv[HB];
+shared uint last_wg;
 
 // Elements e0 .. e0 + DPL - 1 of a K/V cache (e0 % 8 == 0: DPL is a multiple of 2 and f16 rows
 // start on 16 bytes when DPL % 8 == 0).
@@ -68,6 +82,8 @@ void main() {
     const uint lo = p.window > 0u && pos + 1u > p.window ? pos + 1u - p.window : 0u;
     const uint len = pos + 1u - lo;
     const uint share = max((len + p.n_split - 1u) / p.n_split, MIN_SHARE);
+    const uint n_active = (len + share - 1u) / share;  // splits with positions
+    if (p.merge != 0u && split >= n_active) return;    // uniform over the workgroup
     const uint begin = min(lo + split * share, pos + 1u), end = min(begin + share, pos + 1u);
     const uint kv_width = p.n_kv_head * hd;
 
@@ -129,5 +145,55 @@ void main() {
             p.part.v[ml + 1u] = L;
         }
         barrier();  // cacc is rewritten for the next head
+    }
+
+    if (p.merge == 0u) return;
+    // The last split of the head block to finish merges its heads' partials: every invocation's
+    // writes made visible, one ticket per workgroup, the last reads them back coherently.
+    memoryBarrierBuffer();
+    barrier();
+    const uint ticket = t * gl_NumWorkGroups.y + gl_WorkGroupID.y;
+    if (tid == 0u) {
+        last_wg = atomicAdd(p.tickets.v[ticket], 1u) == n_active - 1u ? 1u : 0u;
+        if (last_wg != 0u) atomicExchange(p.tickets.v[ticket], 0u);  // ready for the next step
+    }
+    barrier();
+    if (last_wg == 0u) return;
+    memoryBarrierBuffer();
+    const uint mlb = p.n_tok * p.n_head * p.n_split * hd;  // the (m, l) pairs after the partials
+    for (uint i = tid; i < HB * MAX_SPLIT; i += WG) {  // (head g, split s): its m and l
+        const uint g = i / MAX_SPLIT, s = i % MAX_SPLIT;
+        const uint row = (t * p.n_head + h0 + min(g, nh - 1u)) * p.n_split + s;
+        const bool live = s < n_active;
+        sm[i] = live ? p.part.v[mlb + 2u * row] : -1e30;
+        sl[i] = live ? p.part.v[mlb + 2u * row + 1u] : 0.0;
+    }
+    barrier();
+    for (uint i = tid; i < HB * MAX_SPLIT; i += WG) {  // weights e^(m_s - M), 0 for the empty
+        const uint g = i / MAX_SPLIT;
+        float M = -1e30;
+        for (uint s = 0u; s < n_active; ++s) M = max(M, sm[g * MAX_SPLIT + s]);
+        sw[i] = sl[i] > 0.0 ? exp(sm[i] - M) : 0.0;
+    }
+    barrier();
+    if (tid < HB) {
+        float L = 0.0;
+        for (uint s = 0u; s < n_active; ++s) L += sl[tid * MAX_SPLIT + s] * sw[tid * MAX_SPLIT + s];
+        sinv[tid] = 1.0 / L;
+    }
+    barrier();
+    // Invocation (head g, 4 dims c): whole 8-lane clusters per 32 dims for the q8 store.
+    const uint h4 = hd / 4u;
+    if (tid < HB * h4) {
+        const uint g = tid / h4, c = tid % h4;
+        const uint row0 = (t * p.n_head + h0 + min(g, nh - 1u)) * p.n_split;
+        vec4 a = vec4(0.0);
+        for (uint s = 0u; s < n_active; ++s)
+            a += CVec4s(p.part).v[(row0 + s) * h4 + c] * sw[g * MAX_SPLIT + s];
+        const vec4 o = a * sinv[g];
+        const uint r = t * p.n_head + h0 + g;  // output row
+        if (g < nh)
+            [[unroll]] for (uint k = 0u; k < 4u; ++k) p.y.v[r * hd + 4u * c + k] = o[k];
+        if (p.q8 != 0u) q8_store_vec4(o, r * h4 + c, g < nh, p.qs, p.ds);
     }
 }

@@ -72,6 +72,8 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     if (const char* f = std::getenv("TANDEM_VK_FUSE")) fuse_ = std::string(f) != "0";
     if (const char* k = std::getenv("TANDEM_VK_SPLITK"); k && *k)
         splitk_force_ = std::max(0, std::atoi(k));
+    if (const char* m = std::getenv("TANDEM_VK_ATTN_MERGE"))
+        merge_attention_ = std::string(m) != "0";
     if (const char* prof = std::getenv("TANDEM_VK_PROFILE"); prof && std::string(prof) == "1") {
         if (pd.timestamp_period_ns > 0)
             profiler_ = std::make_unique<Profiler>(ctx_->device(), pd.timestamp_period_ns);

@@ -19,6 +19,9 @@ namespace tandem::vk {
 // Buffer ids for hazard tracking; weights are never written, so they never need a barrier.
 inline constexpr int kScratchId = 0, kIoId = 1, kMoeId = 2, kCollectiveId = 3, kAttnPartId = 4,
                      kQ8Id = 5, kKvId0 = 16, kWeightId0 = 1 << 20;
+// Split-K attention's merge tickets (token x head block) at the front of attn_part_, zeroed when
+// it is made and left zero by every dispatch; the partials follow.
+inline constexpr uint64_t kAttnTickets = 8192, kAttnTicketBytes = kAttnTickets * 4;
 // The step parameters the shaders read (instead of push constants, so recorded commands stay
 // valid for every step): at byte 0 of the io buffer, written by the host before each submit.
 struct StepParams {
@@ -256,6 +259,9 @@ class VulkanBackend final : public Backend {
     // group whose v has another weight type), by index; reset per recording.
     std::vector<bool> done_;
     int splitk_force_ = -1;  // TANDEM_VK_SPLITK: 0 off, N > 0 that many splits; -1 planned
+    // TANDEM_VK_ATTN_MERGE=0: split-K attention's splits merged by attention_combine, not by
+    // the last split workgroup (A/B runs and the test holding the two together).
+    bool merge_attention_ = true;
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;
     std::vector<uint64_t> input_offset_, output_offset_;  // in io_, by slot

@@ -74,7 +74,10 @@ struct SplitAttnPush {
     uint64_t q, k, v, part, step;
     uint32_t n_tok, n_head, n_kv_head, head_dim, window, n_split;
     float scale, softcap;
+    uint64_t tickets, y, qs, ds;  // merge only; qs / ds with q8
+    uint32_t merge, q8;
 };
+static_assert(sizeof(SplitAttnPush) <= kPushConstantBytes);
 struct CombinePush {
     uint64_t part, y;
     uint32_t n_tok, n_head, head_dim, n_split;
@@ -128,12 +131,13 @@ uint32_t VulkanBackend::attention_splits(const Graph& g, const Node& n) const {
 }
 
 void VulkanBackend::ensure_attention_partials(const Graph& g) {
-    uint64_t need = 0;
+    uint64_t need = kAttnTicketBytes;
     for (const Node& n : g.nodes()) {
         if (n.op != Op::Attention) continue;
         if (const uint32_t S = attention_splits(g, n))
-            need = std::max(need, uint64_t(g.tensor(n.out).rows()) * uint64_t(n.i[0]) * S *
-                                      uint64_t(n.i[2] + 2) * sizeof(float));
+            need = std::max(need, kAttnTicketBytes + uint64_t(g.tensor(n.out).rows()) *
+                                                         uint64_t(n.i[0]) * S *
+                                                         uint64_t(n.i[2] + 2) * sizeof(float));
     }
     if (need <= attn_part_.size) return;
     vkDeviceWaitIdle(ctx_->device());
@@ -142,6 +146,7 @@ void VulkanBackend::ensure_attention_partials(const Graph& g) {
     // 1 MiB at least: an 8B model's decode needs 32 heads x 64 splits x 130 floats = 1.1 MB.
     attn_part_ =
         ctx_->create_device_buffer(std::max<uint64_t>(need, 1 << 20), "split-K attention partials");
+    ctx_->fill_zero(attn_part_);  // the merge tickets at its front start at zero
 }
 
 // Up to three MatMul nodes from nodes[at] on that read the same activations with weights of one
@@ -357,20 +362,30 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
         const int64_t group = n.i[0] / n.i[1];
         const uint32_t hb = split_heads(group, n.i[2]);
         const int64_t blocks = (group + hb - 1) / hb;
-        const Ref part{kAttnPartId, attn_part_.address, 0,
+        const Ref part{kAttnPartId, attn_part_.address + kAttnTicketBytes, kAttnTicketBytes,
                        heads * S * uint64_t(n.i[2] + 2) * sizeof(float)};
-        SplitAttnPush sp{a.address,   k.address,       v.address,   part.address,
-                         io_.address, u32(out.rows()), u32(n.i[0]), u32(n.i[1]),
-                         u32(n.i[2]), u32(n.i[3]),     S,           n.f[0],
-                         n.f[1]};
-        dispatch("attention_split", {kv_f16, u32(n.i[2] / 8), hb}, &sp, sizeof sp, S,
-                 u32(n.i[1] * blocks), u32(out.rows()), {a, k, v}, {part});
         q8 = q8 && n.i[2] % 32 == 0;
         const Ref q = q8 ? q8_ref(out.cols(), out.rows()) : Ref{};
-        CombinePush cp{part.address,       y.address,
-                       u32(out.rows()),    u32(n.i[0]),
-                       u32(n.i[2]),        S,
-                       q8 ? q.address : 0, q8 ? q8_scales_address(out.cols(), out.rows()) : 0};
+        const uint64_t qd = q8 ? q8_scales_address(out.cols(), out.rows()) : 0;
+        // The splits merged by the last of them (tickets at the front of attn_part_), or by
+        // attention_combine.
+        const bool merge = merge_attention_ && S <= 32 &&
+                           uint64_t(out.rows()) * uint64_t(n.i[1] * blocks) <= kAttnTickets;
+        SplitAttnPush sp{a.address,   k.address,          v.address,   part.address,
+                         io_.address, u32(out.rows()),    u32(n.i[0]), u32(n.i[1]),
+                         u32(n.i[2]), u32(n.i[3]),        S,           n.f[0],
+                         n.f[1],      attn_part_.address, y.address,   q8 ? q.address : 0,
+                         qd,          merge ? 1u : 0u,    q8 ? 1u : 0u};
+        if (merge) {
+            const Ref tickets{kAttnPartId, attn_part_.address, 0, kAttnTicketBytes};
+            dispatch("attention_split", {kv_f16, u32(n.i[2] / 8), hb}, &sp, sizeof sp, S,
+                     u32(n.i[1] * blocks), u32(out.rows()), {a, k, v}, {part, tickets, y, q});
+            return q8;
+        }
+        dispatch("attention_split", {kv_f16, u32(n.i[2] / 8), hb}, &sp, sizeof sp, S,
+                 u32(n.i[1] * blocks), u32(out.rows()), {a, k, v}, {part});
+        CombinePush cp{part.address, y.address, u32(out.rows()),    u32(n.i[0]),
+                       u32(n.i[2]),  S,         q8 ? q.address : 0, qd};
         const uint32_t sg = pd_.subgroup_arithmetic ? 1u : 0u;
         dispatch("attention_combine", {q8 ? 1u : 0u, sg}, &cp, sizeof cp, split_x(heads),
                  split_z(heads), 1, {part}, {y, q});

@@ -104,5 +104,17 @@ TEST(VulkanModelsFused, NormFoldedIntoMatvecsMatchesNormsApart) {
     expect_switch_changes_no_logits("vulkan", "TANDEM_VK_NORM_FUSE", 5e-2);
 }
 
+// Split-K attention's splits merged by the last split workgroup to finish (a ticket per head
+// block) against the attention_combine dispatch (TANDEM_VK_ATTN_MERGE=0). The two sum the
+// splits in other orders (the combine reduces over subgroups), so the logits agree to the int8
+// roundings' spread (see QkvRopeFusionMatchesUnfusedSteps), not bit for bit; the exact check of
+// both ways is the op suite's attention test against f64 (decode cases on each side of 32
+// splits). Prompt + greedy tokens run past one split's 16 positions (qwen2-tiny, head_dim 64).
+TEST(VulkanModelsFused, AttentionMergedInSplitMatchesCombineDispatch) {
+    TANDEM_VULKAN_OR_SKIP(probe);
+    probe.reset();
+    expect_switch_changes_no_logits("vulkan", "TANDEM_VK_ATTN_MERGE", 5e-2);
+}
+
 }  // namespace
 }  // namespace tandem::test
