@@ -187,9 +187,16 @@ void main() {
     if (tid < HB * h4) {
         const uint g = tid / h4, c = tid % h4;
         const uint row0 = (t * p.n_head + h0 + min(g, nh - 1u)) * p.n_split;
+        // 8 splits' loads in flight before any is added (one after the other, each waited a
+        // trip to L2: docs/hip.md); past the last split with positions the last one again,
+        // weight 0, so no branch between them.
         vec4 a = vec4(0.0);
-        for (uint s = 0u; s < n_active; ++s)
-            a += CVec4s(p.part).v[(row0 + s) * h4 + c] * sw[g * MAX_SPLIT + s];
+        for (uint s0 = 0u; s0 < n_active; s0 += 8u) {
+            vec4 x[8];
+            [[unroll]] for (uint j = 0u; j < 8u; ++j)
+                x[j] = CVec4s(p.part).v[(row0 + min(s0 + j, n_active - 1u)) * h4 + c];
+            [[unroll]] for (uint j = 0u; j < 8u; ++j) a += x[j] * sw[g * MAX_SPLIT + s0 + j];
+        }
         const vec4 o = a * sinv[g];
         const uint r = t * p.n_head + h0 + g;  // output row
         if (g < nh)
