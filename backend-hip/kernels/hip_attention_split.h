@@ -171,13 +171,7 @@ __global__ void __launch_bounds__(kSplitThreads)
         cw[g][c] = w;
         float L = cl_sum[g][c] * w;
 #pragma unroll
-        for (int off = NCL / 2; off > 0; off >>= 1) {
-#if defined(TANDEM_HIP_ON_CUDA)
-            L += __shfl_xor_sync(0xffffffffu, L, off, NCL);
-#else
-            L += __shfl_xor(L, off, NCL);
-#endif
-        }
+        for (int off = NCL / 2; off > 0; off >>= 1) L += lane_xor(L, off, NCL);
         if (c == 0) hm[g] = M, hl[g] = L;
     }
     __syncthreads();
@@ -270,7 +264,7 @@ __global__ void __launch_bounds__(kSplitThreads)
     const float4 o = make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
     const int64_t i0 = (head0 + g) * hd + e0;
     if (g < nh) *reinterpret_cast<float4*>(out + i0) = o;
-    if (q8s) q8_store_quad(o, i0, g < nh, q8s, q8d);
+    if (q8s) q8_store4(o, i0 / 4, g < nh, q8s, q8d);
 }
 
 }  // namespace tandem::hip

@@ -35,25 +35,24 @@ __device__ inline float block_sum(float v, float* sh) {
 // both, so the same code is correct for either wave size (TANDEM_WARP_SIZE is 32 or 64).
 constexpr int kLaneGroup = 32;
 
-__device__ inline float group_sum(float v) {
-    for (int off = kLaneGroup / 2; off > 0; off >>= 1) {
+// Lane l gets v of lane l ^ off, inside aligned runs of `width` lanes (every lane of the warp
+// calls it: the CUDA mask is the whole warp).
+template <class V>
+__device__ inline V lane_xor(V v, int off, int width) {
 #if defined(TANDEM_HIP_ON_CUDA)
-        v += __shfl_xor_sync(0xffffffffu, v, off, kLaneGroup);
+    return __shfl_xor_sync(0xffffffffu, v, off, width);
 #else
-        v += __shfl_xor(v, off, kLaneGroup);
+    return __shfl_xor(v, off, width);
 #endif
-    }
+}
+
+__device__ inline float group_sum(float v) {
+    for (int off = kLaneGroup / 2; off > 0; off >>= 1) v += lane_xor(v, off, kLaneGroup);
     return v;
 }
 
 __device__ inline float group_max(float v) {
-    for (int off = kLaneGroup / 2; off > 0; off >>= 1) {
-#if defined(TANDEM_HIP_ON_CUDA)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off, kLaneGroup));
-#else
-        v = fmaxf(v, __shfl_xor(v, off, kLaneGroup));
-#endif
-    }
+    for (int off = kLaneGroup / 2; off > 0; off >>= 1) v = fmaxf(v, lane_xor(v, off, kLaneGroup));
     return v;
 }
 
@@ -70,36 +69,24 @@ __device__ inline void q8_store_group(float v, int64_t i, bool live, int8_t* qs,
     if (i % kLaneGroup == 0) ds[i / kLaneGroup] = make_float2(d, d * sum);
 }
 
-// q8_store_group for four consecutive values a lane (v: values i0..i0+3, i0 % 4 == 0): a
-// 32-value block is 8 consecutive lanes, and whole 8-lane clusters call it together. The same
-// bits as q8_store_group (the max is exact in any order, the integer sums too).
-__device__ inline void q8_store_quad(float4 v, int64_t i0, bool live, int8_t* qs, float2* ds) {
-    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-    for (int off = 1; off < 8; off <<= 1) {
-#if defined(TANDEM_HIP_ON_CUDA)
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off, 8));
-#else
-        amax = fmaxf(amax, __shfl_xor(amax, off, 8));
-#endif
-    }
-    const float d = amax / 127.0f;
-    const int q0 = amax > 0.0f ? int(rintf(v.x / d)) : 0,
-              q1 = amax > 0.0f ? int(rintf(v.y / d)) : 0;
-    const int q2 = amax > 0.0f ? int(rintf(v.z / d)) : 0,
-              q3 = amax > 0.0f ? int(rintf(v.w / d)) : 0;
-    float sum = float(q0 + q1 + q2 + q3);
-    for (int off = 1; off < 8; off <<= 1) {
-#if defined(TANDEM_HIP_ON_CUDA)
-        sum += __shfl_xor_sync(0xffffffffu, sum, off, 8);
-#else
-        sum += __shfl_xor(sum, off, 8);
-#endif
-    }
+// The q8 activations of one float4 (float4 index i of the buffer; 8 consecutive lanes hold a
+// block of 32), exactly as q8_store_group and k_quantize_q8 make them: d = max|x| / 127, q =
+// round(x / d), s = d * sum q; the four values' bytes are one word of the layout
+// (hip_q8_layout.h: halves of 16 values). Every lane of the warp calls it; lanes with live ==
+// false add zeros and store nothing.
+__device__ inline void q8_store4(float4 a, int64_t i, bool live, int8_t* qs, float2* ds) {
+    float m = fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w)));
+    for (int off = 4; off > 0; off >>= 1) m = fmaxf(m, lane_xor(m, off, 8));
+    const float d = m / 127.0f;
+    const int q0 = m > 0.0f ? int(rintf(a.x / d)) : 0, q1 = m > 0.0f ? int(rintf(a.y / d)) : 0,
+              q2 = m > 0.0f ? int(rintf(a.z / d)) : 0, q3 = m > 0.0f ? int(rintf(a.w / d)) : 0;
+    int sum = q0 + q1 + q2 + q3;
+    for (int off = 4; off > 0; off >>= 1) sum += lane_xor(sum, off, 8);
     if (!live) return;
-    *reinterpret_cast<uint32_t*>(qs + q8_byte_offset(i0)) =
-        uint32_t(q0 & 0xff) | uint32_t(q1 & 0xff) << 8 | uint32_t(q2 & 0xff) << 16 |
-        uint32_t(q3 & 0xff) << 24;
-    if (i0 % kLaneGroup == 0) ds[i0 / kLaneGroup] = make_float2(d, d * sum);
+    *reinterpret_cast<uint32_t*>(qs + q8_byte_offset(4 * i)) =
+        (uint32_t(q0) & 0xffu) | ((uint32_t(q1) & 0xffu) << 8) | ((uint32_t(q2) & 0xffu) << 16) |
+        (uint32_t(q3) << 24);
+    if (i % 8 == 0) ds[i / 8] = make_float2(d, d * float(sum));
 }
 
 __device__ inline float half_at(const uint8_t* p) {

@@ -62,35 +62,6 @@ __device__ inline float sq4(float4 a) {
     return a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w;
 }
 
-// Shuffles inside aligned runs of 8 lanes (all 32 lanes of the warp call them).
-template <class V>
-__device__ inline V xor8(V v, int off) {
-#if defined(TANDEM_HIP_ON_CUDA)
-    return __shfl_xor_sync(0xffffffffu, v, off, 8);
-#else
-    return __shfl_xor(v, off, 8);
-#endif
-}
-
-// The q8 activations of one float4 (index i of the row; 8 consecutive threads hold a block of
-// 32), exactly as k_quantize_q8 makes them: d = max|x| / 127, q = round(x / d), s = d * sum q;
-// the four values' bytes are one word of the layout (hip_q8_layout.h: halves of 16 values).
-// Every lane of the warp calls it; lanes with live == false add zeros and store nothing.
-__device__ inline void q8_store4(float4 a, int64_t i, bool live, int8_t* qs, float2* ds) {
-    float m = fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w)));
-    for (int off = 4; off > 0; off >>= 1) m = fmaxf(m, xor8(m, off));
-    const float d = m / 127.0f;
-    const int q0 = m > 0.0f ? int(rintf(a.x / d)) : 0, q1 = m > 0.0f ? int(rintf(a.y / d)) : 0,
-              q2 = m > 0.0f ? int(rintf(a.z / d)) : 0, q3 = m > 0.0f ? int(rintf(a.w / d)) : 0;
-    int sum = q0 + q1 + q2 + q3;
-    for (int off = 4; off > 0; off >>= 1) sum += xor8(sum, off);
-    if (!live) return;
-    *reinterpret_cast<uint32_t*>(qs + q8_byte_offset(4 * i)) =
-        (uint32_t(q0) & 0xffu) | ((uint32_t(q1) & 0xffu) << 8) | ((uint32_t(q2) & 0xffu) << 16) |
-        (uint32_t(q3) << 24);
-    if (threadIdx.x % 8 == 0) ds[i / 8] = make_float2(d, d * float(sum));
-}
-
 // GatedAct that also leaves its output's q8 activations (n4 float4s, rows of a multiple of 256
 // floats, so neither blocks of 32 nor the layout's groups straddle rows and the flat layout is
 // the per-row one).

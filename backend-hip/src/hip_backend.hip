@@ -224,10 +224,9 @@ class HipBackend final : public Backend {
     std::vector<Weight> weights_;
     std::vector<Kv> kv_;
     DeviceBuffer scratch_;
-    DeviceBuffer moe_scratch_;  // expert FFN hidden rows [2, n_tok * k, n_ff]
-    DeviceBuffer
-        attn_scratch_;         // split decode attention: merge tickets, partial (max, sum), outputs
-    DeviceBuffer q8_scratch_;  // decode matvec input quantised to int8 blocks
+    DeviceBuffer moe_scratch_;   // expert FFN hidden rows [2, n_tok * k, n_ff]
+    DeviceBuffer attn_scratch_;  // split decode attention: merge tickets, then the partials
+    DeviceBuffer q8_scratch_;    // decode matvec input quantised to int8 blocks
     // Rope (cos, sin) tables of the step being enqueued (rope_table): kRopeTables slots of
     // [kMatvecMaxTokens, kRopeTableHalf] float2, and what each holds.
     static constexpr int kRopeTables = 4;

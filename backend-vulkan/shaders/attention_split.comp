@@ -38,7 +38,7 @@ layout(push_constant) uniform P {
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Quads { uvec4 v[]; };
 shared float cm[NCL * HB], cl_sum[NCL * HB];  // each cluster's m and l per head
 shared float cacc[NCL * MAX_HD];              // one head's accumulators, per cluster
-const uint MAX_SPLIT = 32u;                   // merge: splits per head block at most
+const uint MAX_SPLIT = 32u;  // merge: splits per head block at most (kAttnMergeMaxSplits)
 shared float sm[HB * MAX_SPLIT], sl[HB * MAX_SPLIT], sw[HB * MAX_SPLIT], sinv[HB];
 shared uint last_wg;
 

@@ -22,6 +22,9 @@ inline constexpr int kScratchId = 0, kIoId = 1, kMoeId = 2, kCollectiveId = 3, k
 // Split-K attention's merge tickets (token x head block) at the front of attn_part_, zeroed when
 // it is made and left zero by every dispatch; the partials follow.
 inline constexpr uint64_t kAttnTickets = 8192, kAttnTicketBytes = kAttnTickets * 4;
+// Splits the last split workgroup merges at most (attention_split.comp's MAX_SPLIT); more go
+// through attention_combine.
+inline constexpr uint32_t kAttnMergeMaxSplits = 32;
 // The step parameters the shaders read (instead of push constants, so recorded commands stay
 // valid for every step): at byte 0 of the io buffer, written by the host before each submit.
 struct StepParams {

@@ -369,7 +369,7 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
         const uint64_t qd = q8 ? q8_scales_address(out.cols(), out.rows()) : 0;
         // The splits merged by the last of them (tickets at the front of attn_part_), or by
         // attention_combine.
-        const bool merge = merge_attention_ && S <= 32 &&
+        const bool merge = merge_attention_ && S <= kAttnMergeMaxSplits &&
                            uint64_t(out.rows()) * uint64_t(n.i[1] * blocks) <= kAttnTickets;
         SplitAttnPush sp{a.address,   k.address,          v.address,   part.address,
                          io_.address, u32(out.rows()),    u32(n.i[0]), u32(n.i[1]),
