@@ -252,13 +252,19 @@ struct Q8DotK45 {
         }
         const float d = f16_bits_to_f32(uint16_t(hdr.x & 0xffffu));
         const float dmin = f16_bits_to_f32(uint16_t(hdr.x >> 16));
-        int a, m;
-        k4_scale_min(hdr, 2 * c, a, m);
-        w.d0 = d * float(a);
-        w.m0 = j == 0 ? dmin * float(m) : 0.0f;
-        k4_scale_min(hdr, 2 * c + 1, a, m);
-        w.d1 = d * float(a);
-        w.m1 = j == 0 ? dmin * float(m) : 0.0f;
+        // The 6-bit scales and mins of sub-blocks 2c, 2c + 1 as byte pairs, both at once and
+        // without a select per byte (k4_scale_min's): for c < 2 bytes 2c, 2c + 1 of scales[0..3]
+        // / [4..7]; else the low / high nibbles of bytes 2(c - 2).. of scales[8..11] with the
+        // top 2 bits of those of [0..3] / [4..7] (as matvec_q8.comp).
+        const int sh = 16 * (c & 1);
+        const uint32_t y = hdr.y >> sh, z = hdr.z >> sh, x = hdr.w >> sh;
+        const bool upper = c >= 2;
+        const uint32_t scp = upper ? (x & 0x0F0Fu) | ((y >> 2) & 0x3030u) : y & 0x3F3Fu;
+        const uint32_t mnp = upper ? ((x >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u) : z & 0x3F3Fu;
+        w.d0 = d * float(scp & 0xFFu);
+        w.m0 = j == 0 ? dmin * float(mnp & 0xFFu) : 0.0f;
+        w.d1 = d * float((scp >> 8) & 0xFFu);
+        w.m1 = j == 0 ? dmin * float((mnp >> 8) & 0xFFu) : 0.0f;
         return w;
     }
     __device__ static A acts(const Act& x, int b, int k) {
