@@ -178,17 +178,24 @@ size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
     const Node* mats[3] = {&first, n > 1 ? &nodes[at + 1] : nullptr,
                            n > 2 ? &nodes[at + 2] : nullptr};
     // q/k/v with their ropes and KV stores after them. With n == 2, v has another weight type
-    // (Q4_K_M's Q6_K attn_v layers): q + k rope and store k, v and its store run after them as
-    // usual and the ropes and K store are marked done; the roped q is then written before v
-    // reads the input, so it must not take the input's memory (the planner may give it once v
-    // has run).
+    // (Q4_K_M's Q6_K attn_v layers): q + k rope and store k, v and its store have their own
+    // dispatches and the ropes and K store are marked done. v reads the input after them, or,
+    // where the roped q takes the input's memory (the planner may give it, v being the input's
+    // last reader), before them: v's matvec first, on the same q8 activations.
     QkvRope rope;
-    if (n >= 2 && qkv_rope_plan(g, at, &rope) &&
-        (n == 3 || !overlap(rope.q_rope, ref(g, first.src[1]))) &&
-        record_matvec_q8(g, mats, n, &rope)) {
-        if (n == 3) return n + 4;
-        done_[at + 3] = done_[at + 4] = done_[at + 5] = true;
-        return n;
+    if (n >= 2 && qkv_rope_plan(g, at, &rope)) {
+        const Ref x = ref(g, first.src[1]);
+        const bool v_first = n == 2 && overlap(rope.q_rope, x);
+        const Node* v[1] = {&nodes[at + 2]};
+        const bool v_done = v_first && nodes[at + 2].op == Op::MatMul &&
+                            nodes[at + 2].src[1] == first.src[1] &&
+                            !overlap(ref(g, nodes[at + 2].out), x) && record_matvec_q8(g, v, 1);
+        if (v_done) done_[at + 2] = true;
+        if ((!v_first || v_done) && record_matvec_q8(g, mats, n, &rope)) {
+            if (n == 3) return n + 4;
+            done_[at + 3] = done_[at + 4] = done_[at + 5] = true;
+            return n;
+        }
     }
     if (n > 1 && record_matvec_q8(g, mats, n)) return n;
     if (first.src[2] != kNoTensor || (n = group(false)) < 2) return 0;
