@@ -170,6 +170,23 @@ TEST(NetNamespaces, ThreeNodesDiscoverPairAndRefuse) {
     ASSERT_TRUE(all) << "not all nodes found each other in 3 s\n"
                      << Testbed::log_of(a) << Testbed::log_of(b) << Testbed::log_of(c);
     std::printf("[ netns ] 3 nodes discovered each other in %.2f s\n", found_s);
+    // A peer is listed on its first beacon, from one family; the other family's beacon follows
+    // within a beacon interval (later on a loaded machine), so wait for both, at most 3 s more.
+    auto both_families = [](const nlohmann::json& st) {
+        for (const auto& p : st["discovered"]) {
+            bool v4 = false, v6 = false;
+            for (const auto& addr : p["addresses"]) {
+                const std::string s = addr;
+                v4 = v4 || s.rfind("10.77.0.", 0) == 0;
+                v6 = v6 || s.rfind("[fe80::", 0) == 0;
+            }
+            if (!v4 || !v6) return false;
+        }
+        return true;
+    };
+    for (auto t1 = std::chrono::steady_clock::now();
+         !both_families(Testbed::state(a)) && std::chrono::steady_clock::now() - t1 < 3s;)
+        std::this_thread::sleep_for(100ms);
     {
         auto st = Testbed::state(a);
         for (const auto& p : st["discovered"]) {
