@@ -252,6 +252,38 @@ struct Blocks<DType::Q6_K> {
     }
 };
 
+// Repacked Q6_K (hip_packed.h): the same units from 16-byte aligned bodies (16-byte loads of ql
+// and qh), d from the group's tail.
+template <>
+struct Blocks<kQ6_KR> {
+    static constexpr bool kFast = true, kWide = true;
+    static constexpr int kWeights = 32;
+    using Raw = Blocks<DType::Q6_K>::Raw;
+    __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
+        const int64_t kb = u / 8;
+        const int h = int(u / 4 % 2), q = int(u % 4);
+        const uint8_t* grp = row + (kb / 8) * 1680;
+        const uint8_t* blk = grp + (kb % 8) * 208;
+        const auto* ql = reinterpret_cast<const uint4*>(blk + 64 * h + 32 * (q & 1));
+        const auto* qh = reinterpret_cast<const uint4*>(blk + 128 + 32 * h);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const uint4 a = ql[i], b = qh[i];
+            r.ql[4 * i] = a.x, r.ql[4 * i + 1] = a.y, r.ql[4 * i + 2] = a.z, r.ql[4 * i + 3] = a.w;
+            r.qh[4 * i] = b.x, r.qh[4 * i + 1] = b.y, r.qh[4 * i + 2] = b.z, r.qh[4 * i + 3] = b.w;
+        }
+        const uint16_t sc = *reinterpret_cast<const uint16_t*>(blk + 192 + 8 * h + 2 * q);
+        const float d = f16_fast(*reinterpret_cast<const uint16_t*>(grp + 1664 + 2 * (kb % 8)));
+        r.s0 = d * float(int8_t(uint8_t(sc & 0xffu)));
+        r.s1 = d * float(int8_t(uint8_t(sc >> 8)));
+        r.shl = q >= 2 ? 4 : 0;
+        r.shh = 2 * q;
+    }
+    __device__ static void piece(const Raw& r, int p, float* w) {
+        Blocks<DType::Q6_K>::piece(r, p, w);
+    }
+};
+
 // Weights k..k+7 of a row (k a multiple of 8): whole-unit decode where Blocks<T> has one, else
 // element by element.
 template <DType T>

@@ -106,7 +106,7 @@ __device__ inline void token_acts(const int8_t* xq, const float2* xds, int n_in,
 
 // acc[r][t] = this thread's share (items tid, tid + Stride, ...) of row r's dot with token t: an
 // item's activations are loaded once per token and meet the R rows' weights.
-template <DType T, int TM, int R, int Stride = kQ8Threads>
+template <DType T, int TM, int R, int Stride = kQ8Threads, int Unroll = 2>
 __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM], int n_in,
                                 int tid, float (&acc)[R][TM]) {
     using D = Q8Dot<T>;
@@ -116,7 +116,7 @@ __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM
         for (int t = 0; t < TM; ++t) acc[r][t] = 0.0f;
     const int n_items = n_in / D::kWeights * D::kItems;
     // Two items per trip: the second item's loads issue before the first one's dots wait.
-#pragma unroll 2
+#pragma unroll Unroll
     for (int it = tid; it < n_items; it += Stride) {
         const int b = it / D::kItems, k = it % D::kItems;
         typename D::A a[TM];
@@ -288,7 +288,7 @@ struct ResidNormOut {
 // itself. Its eight groups of 128 threads run k_matvec_q8's loop over 4 rows each; then lane
 // group t (token t) holds the block's 32 sums, one per lane, and writes sum, the q8 block of
 // sum * nw and the block's sum of squares (launch_matvec_q8_resid_norm).
-template <uint32_t TypeId, int TM>
+template <uint32_t TypeId, int TM, int Unroll = 2>
 __global__ void __launch_bounds__(kResidThreads)
     k_matvec_q8_resid_norm(const uint8_t* __restrict__ w, int64_t row_stride, int n_in,
                            const int8_t* __restrict__ xq, const float2* __restrict__ xds, int n_tok,
@@ -307,7 +307,7 @@ __global__ void __launch_bounds__(kResidThreads)
     Act x[TM];
     token_acts(xq, xds, n_in, n_tok, x);
     float acc[R][TM];
-    rows_dot<T, TM, R>(wr, x, n_in, tid % kQ8Threads, acc);
+    rows_dot<T, TM, R, kQ8Threads, Unroll>(wr, x, n_in, tid % kQ8Threads, acc);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -361,10 +361,11 @@ int q8_rows_per_block(DType type) {
 // Lane groups (32 threads) per block on its R rows, by weight type. H200, 8B tg128, two runs
 // each of 4 / 2 / 1 groups (docs/hip.md): Q4_K 369.5 / 386.4 / 355.5 tok/s, Q4_0 474.6 / 478.0
 // / 483.2, Q8_0 360.1 / 344.8 / 347.1. One group (32-thread blocks) would leave half of a
-// wave64 idle on AMD's CDNA, so Q4_0 keeps 4 for its 1.8 %.
+// wave64 idle on AMD's CDNA, so Q4_0 keeps 4 for its 1.8 %. Repacked Q6_K's items are 64
+// weights (4 a super-block): at 4096 inputs 64 of them a row, one a thread with 2 groups.
 template <DType T>
 constexpr int q8_block_groups() {
-    return file_type(T) == DType::Q4_K ? 2 : 4;
+    return file_type(T) == DType::Q4_K || T == kQ6_KR ? 2 : 4;
 }
 
 template <DType T, int TM, int R, bool Norm>
@@ -477,11 +478,15 @@ bool matvec_q8_resid_norm_as(const void* w, int64_t n_in, int64_t n_out, const v
     const auto* xds = reinterpret_cast<const float2*>(xq + n_tok * n_in);
     const dim3 grid(static_cast<unsigned>(n_out / kResidRows)), block(kResidThreads);
     const auto* wb = static_cast<const uint8_t*>(w);
+    // Items a trip: repacked Q6_K's (64 weights, three 16-byte loads) one at a time under the
+    // block's 64-register cap. H200, 8B tg128 (docs/hip.md): Q6_K 383 tok/s against 295 at two,
+    // Q4_K_M 431 against 377; the other types keep two (Q4_0 at one: 508-520 against 533).
+    constexpr int U = T == kQ6_KR ? 1 : 2;
     if (n_tok == 1)
-        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8_resid_norm<type_id(T), 1>), grid, block, 0, s, wb,
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8_resid_norm<type_id(T), 1, U>), grid, block, 0, s, wb,
                                  stride, int(n_in), xq, xds, int(n_tok), n_out, o);
     else
-        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8_resid_norm<type_id(T), 2>), grid, block, 0, s, wb,
+        TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8_resid_norm<type_id(T), 2, U>), grid, block, 0, s, wb,
                                  stride, int(n_in), xq, xds, int(n_tok), n_out, o);
     return true;
 }
@@ -495,7 +500,8 @@ bool q8_matvec_supported(DType type, int64_t n_in, int64_t n_out, int64_t n_tok)
     // Rows of whole groups of the activation layout (hip_q8_layout.h), which also makes them
     // whole items of every type: Q4_0/Q8_0 block pairs, 8-block groups when repacked,
     // K-quant super-blocks.
-    if (n_in % kQ8LayoutGroup != 0) return false;
+    if (n_in % kQ8LayoutGroup != 0 || (is_packed(type) && n_in % packed_group_weights(type) != 0))
+        return false;
     switch (file_type(type)) {
         case DType::Q4_0:
         case DType::Q8_0:

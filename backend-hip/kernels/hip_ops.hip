@@ -334,7 +334,7 @@ void launch_get_rows(DType kind, const void* table, int64_t n_in, int64_t n_rows
     launch_require(weight_type_supported(type), "get_rows",
                    "weight type " + std::string(dtype_name(type)));
     launch_require(n_in > 0 && n_in % int64_t(dtype_traits(type).block_elems) == 0 && n_rows > 0 &&
-                       (!is_packed(kind) || n_in % 256 == 0),
+                       (!is_packed(kind) || n_in % packed_group_weights(kind) == 0),
                    "get_rows",
                    "table shape " + std::to_string(n_in) + "x" + std::to_string(n_rows));
     launch_require(n >= 0 && n <= kMaxGridX, "get_rows", std::to_string(n) + " ids");
@@ -368,7 +368,7 @@ void launch_mat_mul(DType kind, const void* w, int64_t n_in, int64_t n_out, cons
     launch_require(n_in > 0 && n_in % int64_t(dtype_traits(type).block_elems) == 0, "mat_mul",
                    "n_in " + std::to_string(n_in) + " is not a whole number of " +
                        std::string(dtype_name(type)) + " blocks");
-    launch_require(!is_packed(kind) || n_in % 256 == 0, "mat_mul",
+    launch_require(!is_packed(kind) || n_in % packed_group_weights(kind) == 0, "mat_mul",
                    "repacked rows of " + std::to_string(n_in));
     launch_require(n_out >= 0 && n_out <= kMaxGridX && n_tok >= 0, "mat_mul",
                    std::to_string(n_out) + " outputs, " + std::to_string(n_tok) + " tokens");

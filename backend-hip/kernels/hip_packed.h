@@ -1,6 +1,7 @@
 #pragma once
 // Weights repacked at upload (tandem/backend/weight_repack.h: Q4_0 / Q8_0 rows of whole groups
-// of 8 blocks, [8 f16 scales][8 x quants]) reach the kernels under type ids past DType's own,
+// of 8 blocks, [8 f16 scales][8 x quants]; Q6_K rows of whole groups of 8 super-blocks, [8 x
+// 208-byte bodies][8 f16 d's]) reach the kernels under type ids past DType's own,
 // so every kernel that reads a weight takes the layout through its type template like any
 // other type (load_weight, Blocks, Q8Dot). Sizes, names and checks use the file type.
 #include <cstdint>
@@ -12,17 +13,22 @@ namespace tandem::hip {
 
 inline constexpr DType kQ4_0R = static_cast<DType>(0x100u | uint32_t(DType::Q4_0));
 inline constexpr DType kQ8_0R = static_cast<DType>(0x100u | uint32_t(DType::Q8_0));
+inline constexpr DType kQ6_KR = static_cast<DType>(0x100u | uint32_t(DType::Q6_K));
 
 constexpr bool is_packed(DType t) {
-    return t == kQ4_0R || t == kQ8_0R;
+    return t == kQ4_0R || t == kQ8_0R || t == kQ6_KR;
 }
 // The file type behind a kernel type id.
 constexpr DType file_type(DType t) {
-    return t == kQ4_0R ? DType::Q4_0 : t == kQ8_0R ? DType::Q8_0 : t;
+    return t == kQ4_0R ? DType::Q4_0 : t == kQ8_0R ? DType::Q8_0 : t == kQ6_KR ? DType::Q6_K : t;
 }
-// The kernel type id of a repacked weight of file type t (Q4_0 or Q8_0).
+// The kernel type id of a repacked weight of file type t (Q4_0, Q8_0 or Q6_K).
 constexpr DType packed_type(DType t) {
-    return t == DType::Q4_0 ? kQ4_0R : kQ8_0R;
+    return t == DType::Q4_0 ? kQ4_0R : t == DType::Q8_0 ? kQ8_0R : kQ6_KR;
+}
+// Weights per group of a repacked row (rows are whole groups): 8 blocks or 8 super-blocks.
+constexpr int64_t packed_group_weights(DType t) {
+    return t == kQ6_KR ? 2048 : 256;
 }
 
 // A kernel's type template argument: __global__ templates take the id as a number, since nvcc's
@@ -41,6 +47,10 @@ bool visit_packed(DType t, F&& f) {
     }
     if (t == kQ8_0R) {
         f(std::integral_constant<DType, kQ8_0R>{});
+        return true;
+    }
+    if (t == kQ6_KR) {
+        f(std::integral_constant<DType, kQ6_KR>{});
         return true;
     }
     return false;

@@ -336,6 +336,73 @@ struct Q8Dot<DType::Q6_K> {
     }
 };
 
+// Repacked Q6_K (hip_packed.h: groups of 8 super-blocks, their 208-byte bodies {ql[128],
+// qh[64], int8 scales[16]} 16-byte aligned, then their 8 f16 d's): item k (0..3) = half h = k / 2,
+// positions 16j..16j+15 (j = k % 2) of its four quarters, as three 16-byte loads (the ql bytes of
+// quarters 0 / 2, of quarters 1 / 3, and the qh bytes) where the file layout takes 4-byte words
+// in 2-byte loads, 64 weights an item instead of 16; quarter q's scale sc[8h + j + 2q] from one
+// 8-byte load; activations: half j of blocks 8b + 4h + q.
+template <>
+struct Q8Dot<kQ6_KR> {
+    static constexpr int kWeights = 256, kItems = 4, kGroup = 1680, kBody = 208, kAlign = 16;
+    struct W {
+        int v[4][4];  // [quarter][word]
+        float s[4];
+    };
+    struct A {
+        int4 q[4];
+        float d[4];
+    };
+    __device__ static W weights(const uint8_t* row, int b, int k) {
+        const uint8_t* grp = row + int64_t(b / 8) * kGroup;
+        const uint8_t* body = grp + (b % 8) * kBody;
+        const int h = k / 2, j = k % 2;
+        const uint4 la = *reinterpret_cast<const uint4*>(body + 64 * h + 16 * j);
+        const uint4 lb = *reinterpret_cast<const uint4*>(body + 64 * h + 32 + 16 * j);
+        const uint4 qh = *reinterpret_cast<const uint4*>(body + 128 + 32 * h + 16 * j);
+        const uint2 sc = *reinterpret_cast<const uint2*>(body + 192 + 8 * h);
+        const float d = f16_at(grp + 8 * kBody + 2 * (b % 8));
+        const uint32_t a[4] = {la.x, la.y, la.z, la.w}, c[4] = {lb.x, lb.y, lb.z, lb.w},
+                       e[4] = {qh.x, qh.y, qh.z, qh.w};
+        W w;
+        TANDEM_Q8_UNROLL
+        for (int i = 0; i < 4; ++i) {
+            w.v[0][i] = minus32((a[i] & 0x0F0F0F0Fu) | ((e[i] & 0x03030303u) << 4));
+            w.v[1][i] = minus32((c[i] & 0x0F0F0F0Fu) | (((e[i] >> 2) & 0x03030303u) << 4));
+            w.v[2][i] = minus32(((a[i] >> 4) & 0x0F0F0F0Fu) | (((e[i] >> 4) & 0x03030303u) << 4));
+            w.v[3][i] = minus32(((c[i] >> 4) & 0x0F0F0F0Fu) | (((e[i] >> 6) & 0x03030303u) << 4));
+        }
+        // Bytes j, j + 2 of each scale word: quarters 0, 1 from sc[0..3], 2, 3 from sc[4..7].
+        const uint32_t lo = sc.x >> (8 * j), hi = sc.y >> (8 * j);
+        w.s[0] = d * float(int8_t(uint8_t(lo & 0xFFu)));
+        w.s[1] = d * float(int8_t(uint8_t((lo >> 16) & 0xFFu)));
+        w.s[2] = d * float(int8_t(uint8_t(hi & 0xFFu)));
+        w.s[3] = d * float(int8_t(uint8_t((hi >> 16) & 0xFFu)));
+        return w;
+    }
+    __device__ static A acts(const Act& x, int b, int k) {
+        const int a0 = b * 8 + 4 * (k / 2), j = k % 2;  // activation block of quarter 0
+        const float4 d01 = *reinterpret_cast<const float4*>(x.ds + a0);
+        const float4 d23 = *reinterpret_cast<const float4*>(x.ds + a0 + 2);
+        A r;
+        TANDEM_Q8_UNROLL
+        for (int q = 0; q < 4; ++q) r.q[q] = act_half(x, a0 + q, j);
+        r.d[0] = d01.x, r.d[1] = d01.z, r.d[2] = d23.x, r.d[3] = d23.z;
+        return r;
+    }
+    __device__ static float dot(const W& w, const A& a) {
+        float r = 0.0f;
+        TANDEM_Q8_UNROLL
+        for (int q = 0; q < 4; ++q) {
+            const int s = dot4(
+                w.v[q][0], a.q[q].x,
+                dot4(w.v[q][1], a.q[q].y, dot4(w.v[q][2], a.q[q].z, dot4(w.v[q][3], a.q[q].w, 0))));
+            r += w.s[q] * a.d[q] * float(s);
+        }
+        return r;
+    }
+};
+
 // Item k of block b of a row dotted with TM tokens' activations, added to acc[t] (the host
 // test's entry; the kernel shares each item's activations across its rows).
 template <DType T, int TM>

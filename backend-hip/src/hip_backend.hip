@@ -90,7 +90,8 @@ class HipBackend final : public Backend {
         }
         dst.buf = DeviceBuffer(w.nbytes);
         dst.dev = dst.buf.data();
-        if (repack_ && (w.type == DType::Q4_0 || w.type == DType::Q8_0) && repackable(w)) {
+        if (repack_ && (w.type == DType::Q4_0 || w.type == DType::Q8_0 || w.type == DType::Q6_K) &&
+            repackable(w)) {
             // Copied anyway, so repacked on the way (16-byte aligned quants for the kernels), in
             // pieces of about 64 MiB of rows.
             dst.kind = packed_type(w.type);
@@ -292,8 +293,8 @@ class HipBackend final : public Backend {
     bool graphs_enabled_ = true;
     // Unified memory: registered page ranges of the weights used in place.
     bool host_weights_ = false, host_map_stale_ = false;
-    // Q4_0 / Q8_0 weights copied to the device are repacked (hip_packed.h); TANDEM_HIP_REPACK=0
-    // keeps the file layout.
+    // Q4_0 / Q8_0 / Q6_K weights copied to the device are repacked (hip_packed.h);
+    // TANDEM_HIP_REPACK=0 keeps the file layout.
     bool repack_ = true;
     std::vector<HostRange> host_ranges_;
     double copy_bw_ = -1;

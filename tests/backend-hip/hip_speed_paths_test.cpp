@@ -126,7 +126,8 @@ TEST(HipSpeedPaths, F16ScalesDecodeLikeTheCompilersHalf) {
 }
 
 TEST(HipSpeedPaths, Q8ItemsOnTheHostMatchTheQuantisedProduct) {
-    for (auto [n_in, n_out] : {std::tuple<int64_t, int64_t>{256, 3}, {512, 5}, {2304, 2}})
+    for (auto [n_in, n_out] :
+         {std::tuple<int64_t, int64_t>{256, 3}, {512, 5}, {2304, 2}, {2048, 3}, {4096, 2}})
         for (int64_t T : {1, 3, 8}) {
             auto x = random_floats(size_t(n_in * T), uint32_t(n_in + T), -2.0f, 2.0f);
             for (size_t i = 0; i < x.size(); i += 7) x[i] *= 0.01f;
@@ -152,6 +153,11 @@ TEST(HipSpeedPaths, Q8ItemsOnTheHostMatchTheQuantisedProduct) {
             repack_rows(w80.desc("q8_0"), 0, uint64_t(n_out), p80.data());
             check(DType::Q4_0, host_items_matvec<hip::kQ4_0R>(w40, x, T, p40.data()), w40);
             check(DType::Q8_0, host_items_matvec<hip::kQ8_0R>(w80, x, T, p80.data()), w80);
+            if (n_in % 2048 == 0) {  // Q6_K: rows of whole groups of 8 super-blocks
+                std::vector<uint8_t> p6k(w6k.bytes.size());
+                repack_rows(w6k.desc("q6_k"), 0, uint64_t(n_out), p6k.data());
+                check(DType::Q6_K, host_items_matvec<hip::kQ6_KR>(w6k, x, T, p6k.data()), w6k);
+            }
         }
 }
 
@@ -214,14 +220,15 @@ TEST(HipSpeedPaths, Q8MatvecRowsPerBlock) {
     ::unsetenv("TANDEM_HIP_Q8_ROWS");
 }
 
-// Q4_0 / Q8_0 weights repacked at upload (the default where weights are copied;
+// Q4_0 / Q8_0 / Q6_K weights repacked at upload (the default where weights are copied;
 // TANDEM_HIP_REPACK=0 keeps the file layout) through every kernel that reads them: the q8 and
 // f32 decode matvecs, the tiled prefill matmul, get_rows, and the same weights in the file
-// layout; rows that are not whole groups of 8 blocks are not repacked.
+// layout; rows that are not whole groups of 8 blocks (Q6_K: 8 super-blocks) are not repacked.
 TEST(HipSpeedPaths, RepackedWeightsEveryKernel) {
     const struct {
         int64_t n_in, n_out, T;
-    } cases[] = {{4096, 21, 1}, {2304, 37, 3}, {14336, 5, 8}, {512, 70, 70}, {96, 9, 2}};
+    } cases[] = {{4096, 21, 1},  {2304, 37, 3}, {14336, 5, 8}, {512, 70, 70},
+                 {2048, 40, 20}, {4096, 6, 2},  {96, 9, 2}};
     for (const char* repack : {"1", "0"})
         for (const char* q8 : {"1", "0"}) {
             ::setenv("TANDEM_HIP_REPACK", repack, 1);
@@ -233,7 +240,8 @@ TEST(HipSpeedPaths, RepackedWeightsEveryKernel) {
                 GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this "
                                 "host)";
             for (const auto& c : cases)
-                for (DType t : {DType::Q4_0, DType::Q8_0}) {
+                for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q6_K}) {
+                    if (c.n_in % int64_t(dtype_traits(t).block_elems) != 0) continue;
                     QuantWeight w(t, {c.n_in, c.n_out, 1}, uint32_t(c.n_out + c.T));
                     auto x = random_floats(size_t(c.n_in * c.T), uint32_t(c.T + 3), -2.0f, 2.0f);
                     std::vector<float> y, rows;
