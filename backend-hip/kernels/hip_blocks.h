@@ -262,8 +262,7 @@ struct Blocks<kQ6_KR> {
     __device__ static void load(const uint8_t* row, int64_t u, Raw& r) {
         const int64_t kb = u / 8;
         const int h = int(u / 4 % 2), q = int(u % 4);
-        const uint8_t* grp = row + (kb / 8) * 1680;
-        const uint8_t* blk = grp + (kb % 8) * 208;
+        const uint8_t* blk = q6kr_body(row, kb);
         const auto* ql = reinterpret_cast<const uint4*>(blk + 64 * h + 32 * (q & 1));
         const auto* qh = reinterpret_cast<const uint4*>(blk + 128 + 32 * h);
 #pragma unroll
@@ -273,7 +272,7 @@ struct Blocks<kQ6_KR> {
             r.qh[4 * i] = b.x, r.qh[4 * i + 1] = b.y, r.qh[4 * i + 2] = b.z, r.qh[4 * i + 3] = b.w;
         }
         const uint16_t sc = *reinterpret_cast<const uint16_t*>(blk + 192 + 8 * h + 2 * q);
-        const float d = f16_fast(*reinterpret_cast<const uint16_t*>(grp + 1664 + 2 * (kb % 8)));
+        const float d = f16_fast(*reinterpret_cast<const uint16_t*>(q6kr_d(row, kb)));
         r.s0 = d * float(int8_t(uint8_t(sc & 0xffu)));
         r.s1 = d * float(int8_t(uint8_t(sc >> 8)));
         r.shl = q >= 2 ? 4 : 0;

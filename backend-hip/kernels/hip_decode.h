@@ -162,13 +162,11 @@ __device__ inline float load_weight(const uint8_t* row, int64_t i) {
     }
     if constexpr (T == DType::Q6_K || T == kQ6_KR) {
         // 256 weights: {ql[128], qh[64], int8 scales[16], d}; two halves of 128, each four
-        // quarters of 32 sharing ql/qh bytes. Repacked: groups of 8 super-blocks, their 208-byte
-        // bodies then their 8 d's.
+        // quarters of 32 sharing ql/qh bytes. Repacked: the bodies and d's apart (hip_packed.h).
         const int64_t kb = i / 256, k = i % 256, half = k / 128, r = k % 128, quarter = r / 32,
                       l = r % 32;
-        const uint8_t* grp = row + (kb / 8) * 1680;
-        const uint8_t* blk = T == kQ6_KR ? grp + (kb % 8) * 208 : row + kb * 210;
-        const uint8_t* d = T == kQ6_KR ? grp + 1664 + 2 * (kb % 8) : blk + 208;
+        const uint8_t* blk = T == kQ6_KR ? q6kr_body(row, kb) : row + kb * 210;
+        const uint8_t* d = T == kQ6_KR ? q6kr_d(row, kb) : blk + 208;
         const uint8_t* ql = blk + half * 64;
         const uint8_t* qh = blk + 128 + half * 32;
         const auto* sc = reinterpret_cast<const int8_t*>(blk + 192 + half * 8);

@@ -31,6 +31,16 @@ constexpr int64_t packed_group_weights(DType t) {
     return t == kQ6_KR ? 2048 : 256;
 }
 
+// Repacked Q6_K: groups of 8 super-blocks (8 x 210 bytes), their 208-byte bodies {ql[128],
+// qh[64], int8 scales[16]} then their 8 f16 d's. Super-block kb of a row: its body, its d.
+inline constexpr int64_t kQ6KRBody = 208, kQ6KRGroup = 8 * 210;
+__device__ inline const uint8_t* q6kr_body(const uint8_t* row, int64_t kb) {
+    return row + (kb / 8) * kQ6KRGroup + (kb % 8) * kQ6KRBody;
+}
+__device__ inline const uint8_t* q6kr_d(const uint8_t* row, int64_t kb) {
+    return row + (kb / 8) * kQ6KRGroup + 8 * kQ6KRBody + 2 * (kb % 8);
+}
+
 // A kernel's type template argument: __global__ templates take the id as a number, since nvcc's
 // host stubs cannot spell an enum value that is not an enumerator (kQ4_0R).
 constexpr uint32_t type_id(DType t) {

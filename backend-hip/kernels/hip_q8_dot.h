@@ -336,15 +336,15 @@ struct Q8Dot<DType::Q6_K> {
     }
 };
 
-// Repacked Q6_K (hip_packed.h: groups of 8 super-blocks, their 208-byte bodies {ql[128],
-// qh[64], int8 scales[16]} 16-byte aligned, then their 8 f16 d's): item k (0..3) = half h = k / 2,
+// Repacked Q6_K (hip_packed.h: 16-byte aligned 208-byte bodies {ql[128], qh[64], int8
+// scales[16]}, the d's apart): item k (0..3) = half h = k / 2,
 // positions 16j..16j+15 (j = k % 2) of its four quarters, as three 16-byte loads (the ql bytes of
 // quarters 0 / 2, of quarters 1 / 3, and the qh bytes) where the file layout takes 4-byte words
 // in 2-byte loads, 64 weights an item instead of 16; quarter q's scale sc[8h + j + 2q] from one
 // 8-byte load; activations: half j of blocks 8b + 4h + q.
 template <>
 struct Q8Dot<kQ6_KR> {
-    static constexpr int kWeights = 256, kItems = 4, kGroup = 1680, kBody = 208, kAlign = 16;
+    static constexpr int kWeights = 256, kItems = 4, kAlign = 16;
     struct W {
         int v[4][4];  // [quarter][word]
         float s[4];
@@ -354,14 +354,13 @@ struct Q8Dot<kQ6_KR> {
         float d[4];
     };
     __device__ static W weights(const uint8_t* row, int b, int k) {
-        const uint8_t* grp = row + int64_t(b / 8) * kGroup;
-        const uint8_t* body = grp + (b % 8) * kBody;
+        const uint8_t* body = q6kr_body(row, b);
         const int h = k / 2, j = k % 2;
         const uint4 la = *reinterpret_cast<const uint4*>(body + 64 * h + 16 * j);
         const uint4 lb = *reinterpret_cast<const uint4*>(body + 64 * h + 32 + 16 * j);
         const uint4 qh = *reinterpret_cast<const uint4*>(body + 128 + 32 * h + 16 * j);
         const uint2 sc = *reinterpret_cast<const uint2*>(body + 192 + 8 * h);
-        const float d = f16_at(grp + 8 * kBody + 2 * (b % 8));
+        const float d = f16_at(q6kr_d(row, b));
         const uint32_t a[4] = {la.x, la.y, la.z, la.w}, c[4] = {lb.x, lb.y, lb.z, lb.w},
                        e[4] = {qh.x, qh.y, qh.z, qh.w};
         W w;

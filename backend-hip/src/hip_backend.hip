@@ -202,8 +202,7 @@ class HipBackend final : public Backend {
     // (launch_matvec_q8_resid_norm) writes the sum and leaves the norm to the matvecs reading
     // it (pending_). Returns the nodes run, 0: not applicable.
     size_t run_matvec_resid_norm(const Graph& g, size_t at);
-    bool v_matvec_can_run_first(const Graph& g, size_t vi, const float* x, int64_t rows,
-                                int64_t n_in) const;
+    bool launch_v_first(const Graph& g, size_t vi, const float* x, int64_t rows, int64_t n_in);
     // The pending norm's output written after all (a reader other than a q8 matvec); clears it.
     void materialise_norm();
     void set_q8_src(const float* x, int64_t rows, int64_t cols) {
@@ -931,23 +930,8 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
         // n == 2: v has another weight type (Q4_K_M's Q6_K attn_v) and a launch of its own,
         // reading x: after this one, or, where the roped q takes x's memory, before it.
         const bool v_first = n == 2 && over_x(roped[0]);
-        if (n == 3 || !v_first || v_matvec_can_run_first(g, at + 2, x, rows, n_in)) {
+        if (n == 3 || !v_first || launch_v_first(g, at + 2, x, rows, n_in)) {
             quantise_input(x, rows, n_in);
-            if (v_first) {
-                const Node& vn = nodes[at + 2];
-                const Weight& vw = weight_of(g, vn.src[0]);
-                auto* vb = vn.src[2] == kNoTensor
-                               ? nullptr
-                               : reinterpret_cast<const float*>(data_of(g, vn.src[2]));
-                if (!launch_matvec_q8(vw.kind, vw.dev, n_in, vw.desc.ne[1], q8_in(), rows, vb,
-                                      reinterpret_cast<float*>(data_of(g, vn.out)), stream_,
-                                      q8_norm()))
-                    return launch_matvec_q8_parts(kind, m, n, n_in, q8_in(), rows, stream_, nullptr,
-                                                  q8_norm())
-                               ? size_t(n)
-                               : 0;
-                enqueued_[at + 2] = true;
-            }
             if (launch_matvec_q8_parts(kind, roped, n, n_in, q8_in(), rows, stream_, &rope,
                                        q8_norm())) {
                 if (n == 2) {  // the ropes and the K store are done; v's store follows
@@ -968,19 +952,26 @@ size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
                : 0;
 }
 
-// Whether v's matmul (node vi, x its input as q/k's) can run before the q + k launch whose
-// roped q takes x's memory: a q8 matvec of x's q8 copy, its output apart from x.
-bool HipBackend::v_matvec_can_run_first(const Graph& g, size_t vi, const float* x, int64_t rows,
-                                        int64_t n_in) const {
+// v's matmul (node vi of a match_qkv_rope pattern: x is its input too) launched before the
+// q + k launch whose roped q takes x's memory: a q8 matvec of x's q8 copy, its output apart from
+// x. False, enqueueing nothing, where it cannot be.
+bool HipBackend::launch_v_first(const Graph& g, size_t vi, const float* x, int64_t rows,
+                                int64_t n_in) {
     const Node& v = g.nodes()[vi];
-    if (v.op != Op::MatMul || v.src[1] != g.nodes()[vi - 2].src[1] ||
-        g.tensor(v.src[0]).role != TensorRole::Weight)
-        return false;
+    if (g.tensor(v.src[0]).role != TensorRole::Weight) return false;
     const Weight& w = weight_of(g, v.src[0]);
-    if (w.desc.ne[0] != n_in || !q8_matvec_supported(w.kind, n_in, w.desc.ne[1], rows))
+    const int64_t n_out = w.desc.ne[1];
+    auto* y = reinterpret_cast<float*>(data_of(g, v.out));
+    if (w.desc.ne[0] != n_in || !q8_matvec_supported(w.kind, n_in, n_out, rows) ||
+        (y < x + rows * n_in && x < y + rows * n_out))
         return false;
-    const auto* y = reinterpret_cast<const float*>(data_of(g, v.out));
-    return !(y < x + rows * n_in && x < y + rows * w.desc.ne[1]);
+    quantise_input(x, rows, n_in);
+    const float* bias =
+        v.src[2] == kNoTensor ? nullptr : reinterpret_cast<const float*>(data_of(g, v.src[2]));
+    if (!launch_matvec_q8(w.kind, w.dev, n_in, n_out, q8_in(), rows, bias, y, stream_, q8_norm()))
+        return false;
+    enqueued_[vi] = true;
+    return true;
 }
 
 // q, k, v (nodes[at..at+2]) with their ropes and KV stores after them (match_qkv_rope): the

@@ -186,10 +186,9 @@ size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
     if (n >= 2 && qkv_rope_plan(g, at, &rope)) {
         const Ref x = ref(g, first.src[1]);
         const bool v_first = n == 2 && overlap(rope.q_rope, x);
-        const Node* v[1] = {&nodes[at + 2]};
-        const bool v_done = v_first && nodes[at + 2].op == Op::MatMul &&
-                            nodes[at + 2].src[1] == first.src[1] &&
-                            !overlap(ref(g, nodes[at + 2].out), x) && record_matvec_q8(g, v, 1);
+        const Node* v[1] = {&nodes[at + 2]};  // a matmul of the same input (match_qkv_rope)
+        const bool v_done =
+            v_first && !overlap(ref(g, nodes[at + 2].out), x) && record_matvec_q8(g, v, 1);
         if (v_done) done_[at + 2] = true;
         if ((!v_first || v_done) && record_matvec_q8(g, mats, n, &rope)) {
             if (n == 3) return n + 4;

@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "fixtures.h"
 
@@ -172,16 +173,18 @@ TEST(NetNamespaces, ThreeNodesDiscoverPairAndRefuse) {
     std::printf("[ netns ] 3 nodes discovered each other in %.2f s\n", found_s);
     // A peer is listed on its first beacon, from one family; the other family's beacon follows
     // within a beacon interval (later on a loaded machine), so wait for both, at most 3 s more.
-    auto both_families = [](const nlohmann::json& st) {
-        for (const auto& p : st["discovered"]) {
-            bool v4 = false, v6 = false;
-            for (const auto& addr : p["addresses"]) {
-                const std::string s = addr;
-                v4 = v4 || s.rfind("10.77.0.", 0) == 0;
-                v6 = v6 || s.rfind("[fe80::", 0) == 0;
-            }
-            if (!v4 || !v6) return false;
+    auto families = [](const nlohmann::json& peer) {  // (an IPv4 address, a link-local one)
+        bool v4 = false, v6 = false;
+        for (const auto& addr : peer["addresses"]) {
+            const std::string s = addr;
+            v4 = v4 || s.rfind("10.77.0.", 0) == 0;
+            v6 = v6 || s.rfind("[fe80::", 0) == 0;
         }
+        return std::pair{v4, v6};
+    };
+    auto both_families = [&](const nlohmann::json& st) {
+        for (const auto& p : st["discovered"])
+            if (families(p) != std::pair{true, true}) return false;
         return true;
     };
     for (auto t1 = std::chrono::steady_clock::now();
@@ -192,12 +195,7 @@ TEST(NetNamespaces, ThreeNodesDiscoverPairAndRefuse) {
         for (const auto& p : st["discovered"]) {
             EXPECT_TRUE(p["compatible"].get<bool>());
             EXPECT_TRUE(p["accepts_pairing"].get<bool>());
-            bool v4 = false, v6 = false;
-            for (const auto& addr : p["addresses"]) {
-                std::string s = addr;
-                v4 = v4 || s.rfind("10.77.0.", 0) == 0;
-                v6 = v6 || s.rfind("[fe80::", 0) == 0;
-            }
+            const auto [v4, v6] = families(p);
             // Beacons arrive over both families (DAD is off, so link-local is usable at once).
             EXPECT_TRUE(v4) << p.dump();
             EXPECT_TRUE(v6) << p.dump();
