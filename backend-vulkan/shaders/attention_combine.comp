@@ -20,7 +20,6 @@ layout(push_constant) uniform P {
     uint n_tok; uint n_head; uint head_dim; uint n_split;
     Uints qs; Vec2s ds;  // Q8 only
 } p;
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 shared float wt[MAX_SPLIT];  // exp(m_s - M)
 shared float red[WG];
 shared vec4 sums[WG];          // each invocation's share of the accumulators

@@ -8,6 +8,7 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer Floats { flo
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Uints { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer Ints { int v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Uvec4s { uvec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 
 // ggml type ids (tandem::DType)
 const uint T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8,

@@ -20,7 +20,6 @@ layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
 } p;
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 const uint TPR = WG / ROWS, UNROLL = 2u;
 shared float red[TOK * WG];
 

@@ -1,9 +1,9 @@
 #version 450
 // Decode matmul over int8 activations (q8_act.glsl, in its halves layout):
 // y[t, o] = W[o, :] . x[t, :] (+ bias[o]) for n_tok <= TOK tokens (TOK = 1, 2, 4, 8) in one
-// dispatch; weight types Q4_0 / Q8_0 / Q6_K (file layout or repacked, vk_repack.h) and Q4_K.
-// Each row is a sequence of items (a Q4_0/Q8_0 block of 32 weights, a 16-byte slice of a Q4_K
-// super-block, a 4-position slice of a Q6_K half super-block): the weights' nibbles are widened
+// dispatch; weight types Q4_0 / Q8_0 / Q6_K (file layout or repacked, vk_repack.h), Q4_K and
+// Q5_K. Each row is a sequence of items (a Q4_0/Q8_0 block of 32 weights, a 16-byte slice of a
+// Q4_K / Q5_K super-block's quants, a 4-position slice of a Q6_K half super-block): the weights' nibbles are widened
 // to int8 in registers and meet the activation words in 4-way int8 dot products (OpSDot,
 // VK_KHR_shader_integer_dot_product), scaled once per item (weights(), acts(), dotq()). Against
 // the f32 matvec this is a few integer instructions per 4 weights instead of a dequantise,
@@ -240,17 +240,25 @@ WQ weights(Uints w, uint ro, uint it) {
             q.a = q0;
             q.b = q1;
         }
-    } else if (TYPE == T_Q4_K) {
-        // Super-block {d, dmin, 12 bytes of 6-bit scales/mins, qs[128]}: item k (0..7) = bytes
-        // 16j..16j+15 (j = k % 2) of chunk c = k / 2: low nibbles (a) are positions 16j.. of
-        // sub-block 2c, high nibbles (b) of sub-block 2c + 1; s = (d * scale, same for 2c + 1,
-        // dmin * min, same), the mins only for j == 0 (a sub-block adds them once).
+    } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
+        // Super-block {d, dmin, 12 bytes of 6-bit scales/mins, (Q5_K: qh[32],) qs[128]}: item
+        // k (0..7) = bytes 16j..16j+15 (j = k % 2) of chunk c = k / 2: low nibbles (a) are
+        // positions 16j.. of sub-block 2c, high nibbles (b) of sub-block 2c + 1 (Q5_K: their
+        // fifth bits are bits 2c / 2c + 1 of qh[16j..16j+15]); s = (d * scale, same for 2c + 1,
+        // dmin * min, same), the mins only for j == 0 (a sub-block adds them once). Both
+        // super-blocks (144 / 176 bytes) are 16-byte multiples: every load is 16 bytes.
+        const bool five = TYPE == T_Q5_K;
         const uint b = it >> 3, k8 = it & 7u, c = k8 >> 1, j = k8 & 1u;
-        const uint sb = ro + b * 144u;
+        const uint sb = ro + b * (five ? 176u : 144u);
         const uvec4 hdr = w4.v[sb >> 4];
-        const uvec4 qs = w4.v[(sb + 16u + 32u * c + 16u * j) >> 4];
+        const uvec4 qs = w4.v[(sb + (five ? 48u : 16u) + 32u * c + 16u * j) >> 4];
         q.a = qs & M4;
         q.b = (qs >> 4) & M4;
+        if (five) {
+            const uvec4 qh = w4.v[(sb + 16u + 16u * j) >> 4];
+            q.a |= ((qh >> (2u * c)) & 0x01010101u) << 4;
+            q.b |= ((qh >> (2u * c + 1u)) & 0x01010101u) << 4;
+        }
         const vec2 dm = unpackHalf2x16(hdr.x);
         // The 6-bit scales and mins of sub-blocks 2c, 2c + 1 as byte pairs, without a branch
         // (c varies across a subgroup's invocations, so a branch would run both ways): for
@@ -312,12 +320,13 @@ AQ acts(uint t, uint it) {
         a.a = x4.v[q8_unit(xb, 0u)];
         a.b = x4.v[q8_unit(xb, 1u)];
         a.e.xy = p.xd.v[xb];
-    } else if (TYPE == T_Q4_K) {
+    } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
         const uint b = it >> 3, k8 = it & 7u, c = k8 >> 1, j = k8 & 1u;
         const uint xb = t * nb + b * 8u + 2u * c;
         a.a = x4.v[q8_unit(xb, j)];
         a.b = x4.v[q8_unit(xb + 1u, j)];
-        a.e = vec4(p.xd.v[xb], p.xd.v[xb + 1u]);
+        // xb is even and the scales start on 256 bytes: both blocks' (d, s) in one 16-byte load.
+        a.e = Vec4s(p.xd).v[xb >> 1];
     } else if (TYPE == T_Q6_KR) {
         const uint b = it >> 2, h = (it >> 1) & 1u, j = it & 1u;
         const uint xb = t * nb + b * 8u + 4u * h;
@@ -325,13 +334,15 @@ AQ acts(uint t, uint it) {
         a.b = x4.v[q8_unit(xb + 1u, j)];
         a.c = x4.v[q8_unit(xb + 2u, j)];
         a.d = x4.v[q8_unit(xb + 3u, j)];
-        a.e = vec4(p.xd.v[xb].x, p.xd.v[xb + 1u].x, p.xd.v[xb + 2u].x, p.xd.v[xb + 3u].x);
+        const vec4 e01 = Vec4s(p.xd).v[xb >> 1], e23 = Vec4s(p.xd).v[(xb >> 1) + 1u];
+        a.e = vec4(e01.x, e01.z, e23.x, e23.z);
     } else if (TYPE == T_Q6_K) {
         const uint b = it >> 4, k16 = it & 15u, h = k16 >> 3, i = k16 & 7u;
         const uint xb = t * nb + b * 8u + 4u * h, xw = xb * 8u + i;
         a.a = uvec4(p.xq.v[q8_word(xw)], p.xq.v[q8_word(xw + 8u)], p.xq.v[q8_word(xw + 16u)],
                     p.xq.v[q8_word(xw + 24u)]);
-        a.e = vec4(p.xd.v[xb].x, p.xd.v[xb + 1u].x, p.xd.v[xb + 2u].x, p.xd.v[xb + 3u].x);
+        const vec4 e01 = Vec4s(p.xd).v[xb >> 1], e23 = Vec4s(p.xd).v[(xb >> 1) + 1u];
+        a.e = vec4(e01.x, e01.z, e23.x, e23.z);
     }
     return a;
 }
@@ -345,7 +356,7 @@ float dotq(WQ q, AQ a) {
         return q.s.x * (a.e.x * s - 8.0 * a.e.y);
     } else if (TYPE == T_Q8_0 || TYPE == T_Q8_0R) {
         return q.s.x * a.e.x * float(int(dot16(q.a, a.a) + dot16(q.b, a.b)));
-    } else if (TYPE == T_Q4_K) {
+    } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
         return q.s.x * a.e.x * float(int(dot16(q.a, a.a))) - q.s.z * a.e.y +
                q.s.y * a.e.z * float(int(dot16(q.b, a.b))) - q.s.w * a.e.w;
     } else if (TYPE == T_Q6_KR) {

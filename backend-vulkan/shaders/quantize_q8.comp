@@ -8,7 +8,6 @@
 #include "q8_act.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint OP = 0;
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 layout(push_constant) uniform P { Vec4s a; Vec4s b; Vec4s y; Uints qs; Vec2s ds; uint n4; } p;
 void main() {
     const uint i = gl_GlobalInvocationID.x;

@@ -23,7 +23,6 @@ layout(push_constant) uniform P {
     uint group; uint n_groups; float eps; uint has_w;
     Uints qs; Vec2s ds;  // Q8 only
 } p;
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 const uint NREG = 8u;  // vec4 registers per invocation: rows up to WG * 32 floats in one read
 shared float red[WG];
 

@@ -55,6 +55,7 @@ bool VulkanBackend::q8_matvec_ok(const Graph& g, TensorId w_id, int64_t T) const
         case DType::Q8_0:
             return w.ne[0] % 32 == 0;
         case DType::Q4_K:
+        case DType::Q5_K:
         case DType::Q6_K:
             return w.ne[0] % 256 == 0;
         default:

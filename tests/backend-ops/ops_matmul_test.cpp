@@ -26,7 +26,7 @@ bool is_float(DType t) {
 double bound_vs_f64(const std::string& backend, DType t, int64_t tokens) {
     if (backend == "cpu") return t == DType::F32 ? 1e-10 : is_float(t) ? 1e-8 : 2e-4;
     const bool q8_type = t == DType::Q4_0 || t == DType::Q8_0 || t == DType::Q4_K ||
-                         t == DType::Q6_K || (backend == "hip" && t == DType::Q5_K);
+                         t == DType::Q5_K || t == DType::Q6_K;
     if (tokens <= 8 && q8_type) return 2e-4;
     return backend == "hip" ? 1e-10 : 1e-9;
 }
