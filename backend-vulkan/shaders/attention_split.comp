@@ -34,6 +34,7 @@ layout(push_constant) uniform P {
     float scale; float softcap;
     Tickets tickets; Floats y; Uints qs; Vec2s ds;  // merge only; qs / ds: with q8
     uint merge; uint q8;
+    uint q_vec4;  // q's rows start on 16 bytes
 } p;
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer Quads { uvec4 v[]; };
 shared float cm[NCL * HB], cl_sum[NCL * HB];  // each cluster's m and l per head
@@ -92,9 +93,16 @@ void main() {
         m[g] = -1e30;
         l[g] = 0.0;
         const uint qb = (t * p.n_head + h0 + min(g, nh - 1u)) * hd + d0;
-        [[unroll]] for (uint i = 0u; i < DPL; ++i) {
-            q[g][i] = p.q.v[qb + i] * p.scale;
-            acc[g][i] = 0.0;
+        [[unroll]] for (uint i = 0u; i < DPL; ++i) acc[g][i] = 0.0;
+        // A lane's DPL dims of q as 16-byte loads where its rows allow (a quarter of the load
+        // instructions: every lane of every split workgroup loads its heads' q).
+        if (DPL % 4u == 0u && p.q_vec4 != 0u) {
+            [[unroll]] for (uint i = 0u; i < DPL / 4u; ++i) {
+                const vec4 x = Vec4s(p.q).v[(qb >> 2) + i] * p.scale;
+                [[unroll]] for (uint j = 0u; j < 4u; ++j) q[g][4u * i + j] = x[j];
+            }
+        } else {
+            [[unroll]] for (uint i = 0u; i < DPL; ++i) q[g][i] = p.q.v[qb + i] * p.scale;
         }
     }
     // Clusters take positions begin + cl, begin + cl + NCL, ...: a cluster's 8 lanes are all
@@ -118,33 +126,80 @@ void main() {
         }
     }
     // Merge the clusters: M = max m, L = sum l e^(m - M), acc = sum acc e^(m - M).
-    if (ln == 0u)
+    if (gl_SubgroupSize >= 32u && gl_SubgroupSize <= WG) {
+        // A subgroup's clusters by shuffles (lane i of every cluster holds the same dims), all
+        // heads at once; then the gl_NumSubgroups (<= 4) subgroups' states through shared
+        // memory behind one barrier, where the loop below takes two barriers a head.
+        const uint sg = gl_SubgroupID;
         [[unroll]] for (uint g = 0u; g < HB; ++g) {
-            cm[cl * HB + g] = m[g];
-            cl_sum[cl * HB + g] = l[g];
+            float Ms = m[g];
+            for (uint o = CL; o < gl_SubgroupSize; o <<= 1) Ms = max(Ms, subgroupShuffleXor(Ms, o));
+            const float f = exp(m[g] - Ms);
+            float ls = l[g] * f;
+            for (uint o = CL; o < gl_SubgroupSize; o <<= 1) ls += subgroupShuffleXor(ls, o);
+            [[unroll]] for (uint i = 0u; i < DPL; ++i) {
+                float a = acc[g][i] * f;
+                for (uint o = CL; o < gl_SubgroupSize; o <<= 1) a += subgroupShuffleXor(a, o);
+                acc[g][i] = a;
+            }
+            if (gl_SubgroupInvocationID < CL) {  // the subgroup's first cluster writes its state
+                [[unroll]] for (uint i = 0u; i < DPL; ++i)
+                    cacc[(sg * HB + g) * hd + d0 + i] = acc[g][i];
+                if (ln == 0u) {
+                    cm[sg * HB + g] = Ms;
+                    cl_sum[sg * HB + g] = ls;
+                }
+            }
         }
-    barrier();
-    [[unroll]] for (uint g = 0u; g < HB; ++g) {
-        if (g >= nh) break;  // uniform over the workgroup
-        float M = -1e30;
-        for (uint c = 0u; c < NCL; ++c) M = max(M, cm[c * HB + g]);
-        const float f = exp(m[g] - M);
-        [[unroll]] for (uint i = 0u; i < DPL; ++i) cacc[cl * MAX_HD + d0 + i] = acc[g][i] * f;
         barrier();
-        const uint row = (t * p.n_head + h0 + g) * p.n_split + split;
-        for (uint d = tid; d < hd; d += WG) {
-            float a = 0.0;
-            for (uint c = 0u; c < NCL; ++c) a += cacc[c * MAX_HD + d];
+        const uint nsg = gl_NumSubgroups;
+        for (uint e = tid; e < nh * hd; e += WG) {  // (head g, dim d)
+            const uint g = e / hd, d = e % hd;
+            float M = -1e30;
+            for (uint j = 0u; j < nsg; ++j) M = max(M, cm[j * HB + g]);
+            float a = 0.0, L = 0.0;
+            for (uint j = 0u; j < nsg; ++j) {
+                const float w = exp(cm[j * HB + g] - M);
+                a += cacc[(j * HB + g) * hd + d] * w;
+                L += cl_sum[j * HB + g] * w;
+            }
+            const uint row = (t * p.n_head + h0 + g) * p.n_split + split;
             p.part.v[row * hd + d] = a;
+            if (d == 0u) {
+                const uint ml = p.n_tok * p.n_head * p.n_split * hd + 2u * row;
+                p.part.v[ml] = M;
+                p.part.v[ml + 1u] = L;
+            }
         }
-        if (tid == 0u) {
-            float L = 0.0;
-            for (uint c = 0u; c < NCL; ++c) L += cl_sum[c * HB + g] * exp(cm[c * HB + g] - M);
-            const uint ml = p.n_tok * p.n_head * p.n_split * hd + 2u * row;
-            p.part.v[ml] = M;
-            p.part.v[ml + 1u] = L;
+    } else {
+        if (ln == 0u)
+            [[unroll]] for (uint g = 0u; g < HB; ++g) {
+                cm[cl * HB + g] = m[g];
+                cl_sum[cl * HB + g] = l[g];
+            }
+        barrier();
+        [[unroll]] for (uint g = 0u; g < HB; ++g) {
+            if (g >= nh) break;  // uniform over the workgroup
+            float M = -1e30;
+            for (uint c = 0u; c < NCL; ++c) M = max(M, cm[c * HB + g]);
+            const float f = exp(m[g] - M);
+            [[unroll]] for (uint i = 0u; i < DPL; ++i) cacc[cl * MAX_HD + d0 + i] = acc[g][i] * f;
+            barrier();
+            const uint row = (t * p.n_head + h0 + g) * p.n_split + split;
+            for (uint d = tid; d < hd; d += WG) {
+                float a = 0.0;
+                for (uint c = 0u; c < NCL; ++c) a += cacc[c * MAX_HD + d];
+                p.part.v[row * hd + d] = a;
+            }
+            if (tid == 0u) {
+                float L = 0.0;
+                for (uint c = 0u; c < NCL; ++c) L += cl_sum[c * HB + g] * exp(cm[c * HB + g] - M);
+                const uint ml = p.n_tok * p.n_head * p.n_split * hd + 2u * row;
+                p.part.v[ml] = M;
+                p.part.v[ml + 1u] = L;
+            }
+            barrier();  // cacc is rewritten for the next head
         }
-        barrier();  // cacc is rewritten for the next head
     }
 
     if (p.merge == 0u) return;
@@ -160,42 +215,68 @@ void main() {
     barrier();
     if (last_wg == 0u) return;
     memoryBarrierBuffer();
+    // Invocation (head g, 4 dims c) sums the splits' partials (whole 8-lane clusters per 32
+    // dims for the q8 store). 8 splits' loads in flight before any is added (one after the
+    // other, each waited a trip to L2: docs/hip.md); past the last split with positions the
+    // last one again, weight 0, so no branch between them. The first 8 are asked for before
+    // the weights are worked out, so that trip overlaps it.
+    const uint h4 = hd / 4u, g = tid / h4, c = tid % h4;
+    const bool sums = tid < HB * h4;
+    const uint row0 = (t * p.n_head + h0 + min(g, nh - 1u)) * p.n_split;
+    vec4 x[8];
+    if (sums)
+        [[unroll]] for (uint j = 0u; j < 8u; ++j)
+            x[j] = CVec4s(p.part).v[(row0 + min(j, n_active - 1u)) * h4 + c];
     const uint mlb = p.n_tok * p.n_head * p.n_split * hd;  // the (m, l) pairs after the partials
-    for (uint i = tid; i < HB * MAX_SPLIT; i += WG) {  // (head g, split s): its m and l
-        const uint g = i / MAX_SPLIT, s = i % MAX_SPLIT;
-        const uint row = (t * p.n_head + h0 + min(g, nh - 1u)) * p.n_split + s;
-        const bool live = s < n_active;
-        sm[i] = live ? p.part.v[mlb + 2u * row] : -1e30;
-        sl[i] = live ? p.part.v[mlb + 2u * row + 1u] : 0.0;
+    if (gl_SubgroupSize >= MAX_SPLIT) {
+        // A group of MAX_SPLIT lanes per head (HB * MAX_SPLIT <= WG), lane s holding split s:
+        // the max and the weighted sum by shuffles within the group, no shared-memory passes.
+        const uint hg = tid / MAX_SPLIT, s = tid % MAX_SPLIT;
+        const bool live = hg < HB && s < n_active;
+        const uint row = (t * p.n_head + h0 + min(hg, nh - 1u)) * p.n_split + s;
+        const float ms = live ? p.part.v[mlb + 2u * row] : -1e30;
+        const float ls = live ? p.part.v[mlb + 2u * row + 1u] : 0.0;
+        float M = ms;
+        for (uint o = MAX_SPLIT / 2u; o > 0u; o >>= 1) M = max(M, subgroupShuffleXor(M, o));
+        const float w = ls > 0.0 ? exp(ms - M) : 0.0;
+        float L = ls * w;
+        for (uint o = MAX_SPLIT / 2u; o > 0u; o >>= 1) L += subgroupShuffleXor(L, o);
+        if (hg < HB) {
+            sw[tid] = w;
+            if (s == 0u) sinv[hg] = 1.0 / L;
+        }
+    } else {
+        for (uint i = tid; i < HB * MAX_SPLIT; i += WG) {  // (head g, split s): its m and l
+            const uint hg = i / MAX_SPLIT, s = i % MAX_SPLIT;
+            const uint row = (t * p.n_head + h0 + min(hg, nh - 1u)) * p.n_split + s;
+            const bool live = s < n_active;
+            sm[i] = live ? p.part.v[mlb + 2u * row] : -1e30;
+            sl[i] = live ? p.part.v[mlb + 2u * row + 1u] : 0.0;
+        }
+        barrier();
+        for (uint i = tid; i < HB * MAX_SPLIT; i += WG) {  // weights e^(m_s - M), 0 for the empty
+            const uint hg = i / MAX_SPLIT;
+            float M = -1e30;
+            for (uint s = 0u; s < n_active; ++s) M = max(M, sm[hg * MAX_SPLIT + s]);
+            sw[i] = sl[i] > 0.0 ? exp(sm[i] - M) : 0.0;
+        }
+        barrier();
+        if (tid < HB) {
+            float L = 0.0;
+            for (uint s = 0u; s < n_active; ++s)
+                L += sl[tid * MAX_SPLIT + s] * sw[tid * MAX_SPLIT + s];
+            sinv[tid] = 1.0 / L;
+        }
     }
     barrier();
-    for (uint i = tid; i < HB * MAX_SPLIT; i += WG) {  // weights e^(m_s - M), 0 for the empty
-        const uint g = i / MAX_SPLIT;
-        float M = -1e30;
-        for (uint s = 0u; s < n_active; ++s) M = max(M, sm[g * MAX_SPLIT + s]);
-        sw[i] = sl[i] > 0.0 ? exp(sm[i] - M) : 0.0;
-    }
-    barrier();
-    if (tid < HB) {
-        float L = 0.0;
-        for (uint s = 0u; s < n_active; ++s) L += sl[tid * MAX_SPLIT + s] * sw[tid * MAX_SPLIT + s];
-        sinv[tid] = 1.0 / L;
-    }
-    barrier();
-    // Invocation (head g, 4 dims c): whole 8-lane clusters per 32 dims for the q8 store.
-    const uint h4 = hd / 4u;
-    if (tid < HB * h4) {
-        const uint g = tid / h4, c = tid % h4;
-        const uint row0 = (t * p.n_head + h0 + min(g, nh - 1u)) * p.n_split;
-        // 8 splits' loads in flight before any is added (one after the other, each waited a
-        // trip to L2: docs/hip.md); past the last split with positions the last one again,
-        // weight 0, so no branch between them.
+    if (sums) {
         vec4 a = vec4(0.0);
-        for (uint s0 = 0u; s0 < n_active; s0 += 8u) {
-            vec4 x[8];
+        for (uint s0 = 0u;;) {
+            [[unroll]] for (uint j = 0u; j < 8u; ++j) a += x[j] * sw[g * MAX_SPLIT + s0 + j];
+            s0 += 8u;
+            if (s0 >= n_active) break;
             [[unroll]] for (uint j = 0u; j < 8u; ++j)
                 x[j] = CVec4s(p.part).v[(row0 + min(s0 + j, n_active - 1u)) * h4 + c];
-            [[unroll]] for (uint j = 0u; j < 8u; ++j) a += x[j] * sw[g * MAX_SPLIT + s0 + j];
         }
         const vec4 o = a * sinv[g];
         const uint r = t * p.n_head + h0 + g;  // output row

@@ -76,6 +76,7 @@ struct SplitAttnPush {
     float scale, softcap;
     uint64_t tickets, y, qs, ds;  // merge only; qs / ds with q8
     uint32_t merge, q8;
+    uint32_t q_vec4;  // the query's rows start on 16 bytes
 };
 static_assert(sizeof(SplitAttnPush) <= kPushConstantBytes);
 struct CombinePush {
@@ -381,7 +382,8 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
                          io_.address, u32(out.rows()),    u32(n.i[0]), u32(n.i[1]),
                          u32(n.i[2]), u32(n.i[3]),        S,           n.f[0],
                          n.f[1],      attn_part_.address, y.address,   q8 ? q.address : 0,
-                         qd,          merge ? 1u : 0u,    q8 ? 1u : 0u};
+                         qd,          merge ? 1u : 0u,    q8 ? 1u : 0u,
+                         (a.address % 16 == 0 && n.i[2] % 4 == 0) ? 1u : 0u};
         if (merge) {
             const Ref tickets{kAttnPartId, attn_part_.address, 0, kAttnTicketBytes};
             dispatch("attention_split", {kv_f16, u32(n.i[2] / 8), hb}, &sp, sizeof sp, S,
