@@ -3,17 +3,18 @@
 // y[t, o] = W[o, :] . x[t, :] (+ bias[o]) for n_tok <= TOK tokens (TOK = 1, 2, 4, 8) in one
 // dispatch; weight types Q4_0 / Q8_0 / Q6_K (file layout or repacked, vk_repack.h), Q4_K and
 // Q5_K. Each row is a sequence of items (a Q4_0/Q8_0 block of 32 weights, a 16-byte slice of a
-// Q4_K / Q5_K super-block's quants, a 4-position slice of a Q6_K half super-block): the weights' nibbles are widened
-// to int8 in registers and meet the activation words in 4-way int8 dot products (OpSDot,
-// VK_KHR_shader_integer_dot_product), scaled once per item (weights(), acts(), dotq()). Against
+// Q4_K / Q5_K super-block's quants, a 4-position slice of a Q6_K half super-block): the
+// weights' nibbles are widened to int8 in registers and meet the activation words in 4-way int8
+// dot products (OpSDot, VK_KHR_shader_integer_dot_product), scaled once per item (weights(),
+// acts(), dotq()). Against
 // the f32 matvec this is a few integer instructions per 4 weights instead of a dequantise,
 // convert and FMA per weight, so the kernel is bound by memory, not by issue. The activations
 // are read from memory (L1-resident: 4.5 KB per 4096 values), not staged. Split: a row's
 // TPR = WG / ROWS invocations take its items lane, lane + TPR, ...; or (SHARE, one or two
 // tokens) all WG invocations take items of all ROWS rows (main_share). PARTS = 2, 3: as
 // matvec.comp (q/k/v, gate/up in one dispatch).
-// ROPE (PARTS = 3: q, k, v; or 2: q, k when v has another weight type): the rotary embedding
-// of q and k and the KV cache stores done here, not by a dispatch stage of their own: a
+// ROPE (PARTS = 3: q, k, v; or 2: q, k when v has another weight type, and 1: that v alone):
+// the rotary embedding of q and k and the KV cache stores done here, not by a dispatch stage of their own: a
 // workgroup's rows are whole rotation pairs (adjacent rows, or rows j and j + head_dim / 2 in
 // NeoX mode), so it rotates its own results; q goes to y (the roped q), k and v to the caches'
 // rows n_past.. (f16 as whole 32-bit words).
@@ -63,6 +64,10 @@ int dot4(uint a, uint b) { return sdot_packed(int(a), int(b), 0); }
 // Bytes 0..63 -> bytes minus 32 (Q6_K's offset): the add keeps every byte below 0x100, the
 // xor flips the sign bit, i.e. subtracts 0x80.
 uint minus32(uint v) { return (v + 0x60606060u) ^ 0x80808080u; }
+
+// ROPE with one part: the part is v alone (a weight type of its own: Q4_K_M's Q6_K attn_v) and
+// its rows go unroped into the V cache (y2, n_out2 wide), as part 2 of a q/k/v dispatch's do.
+uint rope_part(uint part) { return ROPE != 0u && PARTS == 1u ? 2u : part; }
 
 const uint TPR = WG / ROWS;
 const uint M4 = 0x0F0F0F0Fu;
@@ -459,7 +464,7 @@ void main_share() {
     [[unroll]] for (uint r = 0u; r < ROWS; ++r) {
         uint part;
         uint o = locate(first + r, part);
-        if (ROPE != 0u && part < 2u) o = rope_row(base + r);
+        if (ROPE != 0u && rope_part(part) < 2u) o = rope_row(base + r);
         sh_w[r] = part_w(part);
         sh_ro[r] = min(o, part_rows(part) - 1u) * p.row_bytes;
     }
@@ -489,10 +494,10 @@ void main_share() {
         for (uint j = 0u; j < gl_NumSubgroups; ++j) s += red[tid * gl_NumSubgroups + j];
         uint part;
         uint o = locate(first + r, part);
-        if (ROPE != 0u && part < 2u) o = rope_row(base + r);
+        if (ROPE != 0u && rope_part(part) < 2u) o = rope_row(base + r);
         finish_row(k, r, o, part, s);
     }
-    if (ROPE != 0u) rope_store(tid, nt, part0, base, first < total);
+    if (ROPE != 0u) rope_store(tid, nt, rope_part(part0), base, first < total);
 }
 
 // RESID: workgroup b takes rows 32b..32b+31 (a whole q8 block of the output): its eight groups
@@ -569,7 +574,7 @@ void main() {
     const uint n_out = part_rows(part);
     Uints w = part_w(part);
     const uint base = o - r;  // the workgroup's first index in its part
-    if (ROPE != 0u && part < 2u && o < n_out) o = rope_row(o);
+    if (ROPE != 0u && rope_part(part) < 2u && o < n_out) o = rope_row(o);
     const uint nt = min(TOK, p.n_tok);
     const bool live = o < n_out;
     const uint ro = live ? o * p.row_bytes : 0u;
@@ -611,5 +616,5 @@ void main() {
         for (uint k = lane; k < nt && live; k += TPR)
             finish_row(k, r, o, part, red[k * WG + r * TPR]);
     }
-    if (ROPE != 0u) rope_store(tid, nt, part, base, live);
+    if (ROPE != 0u) rope_store(tid, nt, rope_part(part), base, live);
 }

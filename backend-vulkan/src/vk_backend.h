@@ -139,6 +139,7 @@ class VulkanBackend final : public Backend {
         // in 256-byte units, << 11
         uint32_t params;
         uint32_t rows;  // rows per workgroup: whole rotation pairs
+        bool v_only = false;  // one matmul, v: its rows stored into the V cache, unroped
     };
     bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
                           const QkvRope* rope = nullptr);

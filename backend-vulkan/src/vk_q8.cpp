@@ -125,7 +125,7 @@ bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T) const {
 bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
                                      const QkvRope* rope) {
     const Node& first = *mats[0];
-    if (rope && n < 2) return false;
+    if (rope && (rope->v_only ? n != 1 : n < 2)) return false;
     const GraphTensor& xt = g.tensor(first.src[1]);
     const int64_t T = xt.rows(), n_in = xt.cols();
     const Ref x = ref(g, first.src[1]);
@@ -169,10 +169,14 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     }
     const uint32_t wg_rows = rope ? rope->rows : q8_rows_;
     if (rope) {
-        p.y = rope->q_rope.address, p.y1 = rope->k_cache.address;
         p.io = io_.address, p.rope = rope->params;
-        outs[0] = rope->q_rope, outs[1] = rope->k_cache;
-        if (n == 3) p.y2 = rope->v_cache.address, outs[2] = rope->v_cache;
+        if (rope->v_only) {  // the shader's part 2 (rope_part)
+            p.y2 = rope->v_cache.address, p.n_out2 = p.n_out, outs[0] = rope->v_cache;
+        } else {
+            p.y = rope->q_rope.address, p.y1 = rope->k_cache.address;
+            outs[0] = rope->q_rope, outs[1] = rope->k_cache;
+            if (n == 3) p.y2 = rope->v_cache.address, outs[2] = rope->v_cache;
+        }
     }
     const uint32_t tok = T == 1 ? 1 : T == 2 ? 2 : T <= 4 ? 4 : 8;
     const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&

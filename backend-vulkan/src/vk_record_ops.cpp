@@ -179,21 +179,27 @@ size_t VulkanBackend::try_fuse_matvecs(const Graph& g, size_t at) {
     const Node* mats[3] = {&first, n > 1 ? &nodes[at + 1] : nullptr,
                            n > 2 ? &nodes[at + 2] : nullptr};
     // q/k/v with their ropes and KV stores after them. With n == 2, v has another weight type
-    // (Q4_K_M's Q6_K attn_v layers): q + k rope and store k, v and its store have their own
-    // dispatches and the ropes and K store are marked done. v reads the input after them, or,
-    // where the roped q takes the input's memory (the planner may give it, v being the input's
-    // last reader), before them: v's matvec first, on the same q8 activations.
+    // (Q4_K_M's Q6_K attn_v layers): q + k rope and store k, v is a dispatch of its own that
+    // stores its rows into the V cache itself (v_only), and the ropes and stores are marked
+    // done. v reads the input after q + k, or, where the roped q takes the input's memory (the
+    // planner may give it, v being the input's last reader), before them, on the same q8
+    // activations.
     QkvRope rope;
     if (n >= 2 && qkv_rope_plan(g, at, &rope)) {
         const Ref x = ref(g, first.src[1]);
         const bool v_first = n == 2 && overlap(rope.q_rope, x);
         const Node* v[1] = {&nodes[at + 2]};  // a matmul of the same input (match_qkv_rope)
-        const bool v_done =
-            v_first && !overlap(ref(g, nodes[at + 2].out), x) && record_matvec_q8(g, v, 1);
-        if (v_done) done_[at + 2] = true;
-        if ((!v_first || v_done) && record_matvec_q8(g, mats, n, &rope)) {
+        QkvRope v_rope = rope;
+        v_rope.v_only = true;
+        auto record_v = [&] {
+            if (!record_matvec_q8(g, v, 1, &v_rope)) return false;
+            done_[at + 2] = done_[at + 6] = true;  // v and its store
+            return true;
+        };
+        if ((!v_first || record_v()) && record_matvec_q8(g, mats, n, &rope)) {
             if (n == 3) return n + 4;
             done_[at + 3] = done_[at + 4] = done_[at + 5] = true;
+            if (!v_first) record_v();  // failing, v and its store follow as nodes of their own
             return n;
         }
     }

@@ -430,6 +430,7 @@ inline void expect_qkv_rope_and_kv_store(Backend& b) {
           Case{RopeMode::Neox, 128, 128, 1, 1, DType::F16, DType::Q4_0, true},
           Case{RopeMode::Normal, 128, 128, 3, 1, DType::F16, DType::Q4_K, false, true, true},
           Case{RopeMode::Neox, 64, 64, 0, 2, DType::F32, DType::Q4_0, false, true},
+          Case{RopeMode::Neox, 64, 64, 1, 1, DType::F16, DType::Q4_K, true, true},
           Case{RopeMode::Neox, 64, 64, 2, 1, DType::F16, DType::Q8_0, false, false, true}}) {
         const int64_t n_head = 4, n_kv = 2, n_in = 512, qw = n_head * c.hd, kvw = n_kv * c.hd;
         const int64_t T = c.T, n_ctx = c.n_past + T + 3;
