@@ -43,6 +43,17 @@ const uint MAX_SPLIT = 32u;  // merge: splits per head block at most (kAttnMerge
 shared float sm[HB * MAX_SPLIT], sl[HB * MAX_SPLIT], sw[HB * MAX_SPLIT], sinv[HB];
 shared uint last_wg;
 
+// The max / sum of v over the lanes whose index differs from this one's in bits lo..hi-1 only
+// (lo, hi powers of two, hi at most the subgroup size): xor shuffles, every lane gets it.
+float xor_max(float v, uint lo, uint hi) {
+    for (uint o = lo; o < hi; o <<= 1) v = max(v, subgroupShuffleXor(v, o));
+    return v;
+}
+float xor_sum(float v, uint lo, uint hi) {
+    for (uint o = lo; o < hi; o <<= 1) v += subgroupShuffleXor(v, o);
+    return v;
+}
+
 // Elements e0 .. e0 + DPL - 1 of a K/V cache (e0 % 8 == 0: DPL is a multiple of 2 and f16 rows
 // start on 16 bytes when DPL % 8 == 0).
 void load_dims(Uints c, uint e0, out float r[DPL]) {
@@ -132,16 +143,10 @@ void main() {
         // memory behind one barrier, where the loop below takes two barriers a head.
         const uint sg = gl_SubgroupID;
         [[unroll]] for (uint g = 0u; g < HB; ++g) {
-            float Ms = m[g];
-            for (uint o = CL; o < gl_SubgroupSize; o <<= 1) Ms = max(Ms, subgroupShuffleXor(Ms, o));
-            const float f = exp(m[g] - Ms);
-            float ls = l[g] * f;
-            for (uint o = CL; o < gl_SubgroupSize; o <<= 1) ls += subgroupShuffleXor(ls, o);
-            [[unroll]] for (uint i = 0u; i < DPL; ++i) {
-                float a = acc[g][i] * f;
-                for (uint o = CL; o < gl_SubgroupSize; o <<= 1) a += subgroupShuffleXor(a, o);
-                acc[g][i] = a;
-            }
+            const float Ms = xor_max(m[g], CL, gl_SubgroupSize), f = exp(m[g] - Ms);
+            const float ls = xor_sum(l[g] * f, CL, gl_SubgroupSize);
+            [[unroll]] for (uint i = 0u; i < DPL; ++i)
+                acc[g][i] = xor_sum(acc[g][i] * f, CL, gl_SubgroupSize);
             if (gl_SubgroupInvocationID < CL) {  // the subgroup's first cluster writes its state
                 [[unroll]] for (uint i = 0u; i < DPL; ++i)
                     cacc[(sg * HB + g) * hd + d0 + i] = acc[g][i];
@@ -183,7 +188,8 @@ void main() {
             float M = -1e30;
             for (uint c = 0u; c < NCL; ++c) M = max(M, cm[c * HB + g]);
             const float f = exp(m[g] - M);
-            [[unroll]] for (uint i = 0u; i < DPL; ++i) cacc[cl * MAX_HD + d0 + i] = acc[g][i] * f;
+            [[unroll]] for (uint i = 0u; i < DPL; ++i)
+                cacc[cl * MAX_HD + d0 + i] = acc[g][i] * f;
             barrier();
             const uint row = (t * p.n_head + h0 + g) * p.n_split + split;
             for (uint d = tid; d < hd; d += WG) {
@@ -193,7 +199,8 @@ void main() {
             }
             if (tid == 0u) {
                 float L = 0.0;
-                for (uint c = 0u; c < NCL; ++c) L += cl_sum[c * HB + g] * exp(cm[c * HB + g] - M);
+                for (uint c = 0u; c < NCL; ++c)
+                    L += cl_sum[c * HB + g] * exp(cm[c * HB + g] - M);
                 const uint ml = p.n_tok * p.n_head * p.n_split * hd + 2u * row;
                 p.part.v[ml] = M;
                 p.part.v[ml + 1u] = L;
@@ -236,11 +243,8 @@ void main() {
         const uint row = (t * p.n_head + h0 + min(hg, nh - 1u)) * p.n_split + s;
         const float ms = live ? p.part.v[mlb + 2u * row] : -1e30;
         const float ls = live ? p.part.v[mlb + 2u * row + 1u] : 0.0;
-        float M = ms;
-        for (uint o = MAX_SPLIT / 2u; o > 0u; o >>= 1) M = max(M, subgroupShuffleXor(M, o));
-        const float w = ls > 0.0 ? exp(ms - M) : 0.0;
-        float L = ls * w;
-        for (uint o = MAX_SPLIT / 2u; o > 0u; o >>= 1) L += subgroupShuffleXor(L, o);
+        const float M = xor_max(ms, 1u, MAX_SPLIT), w = ls > 0.0 ? exp(ms - M) : 0.0;
+        const float L = xor_sum(ls * w, 1u, MAX_SPLIT);
         if (hg < HB) {
             sw[tid] = w;
             if (s == 0u) sinv[hg] = 1.0 / L;
