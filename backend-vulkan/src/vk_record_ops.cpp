@@ -380,6 +380,7 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
         q8 = q8 && n.i[2] % 32 == 0;
         const Ref q = q8 ? q8_ref(out.cols(), out.rows()) : Ref{};
         const uint64_t qd = q8 ? q8_scales_address(out.cols(), out.rows()) : 0;
+        const bool q_vec4 = a.address % 16 == 0 && n.i[2] % 4 == 0;  // q's rows on 16 bytes
         // The splits merged by the last of them (tickets at the front of attn_part_), or by
         // attention_combine.
         const bool merge = merge_attention_ && S <= kAttnMergeMaxSplits &&
@@ -388,8 +389,7 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
                          io_.address, u32(out.rows()),    u32(n.i[0]), u32(n.i[1]),
                          u32(n.i[2]), u32(n.i[3]),        S,           n.f[0],
                          n.f[1],      attn_part_.address, y.address,   q8 ? q.address : 0,
-                         qd,          merge ? 1u : 0u,    q8 ? 1u : 0u,
-                         (a.address % 16 == 0 && n.i[2] % 4 == 0) ? 1u : 0u};
+                         qd,          merge ? 1u : 0u,    q8 ? 1u : 0u, q_vec4 ? 1u : 0u};
         if (merge) {
             const Ref tickets{kAttnPartId, attn_part_.address, 0, kAttnTicketBytes};
             dispatch("attention_split", {kv_f16, u32(n.i[2] / 8), hb}, &sp, sizeof sp, S,
