@@ -129,14 +129,38 @@ uint rope_row(uint idx) {
     return (pair0 / half_hd) * hd + pair0 % half_hd + (s < m ? s : s - m + half_hd);
 }
 
+// ROPE: this invocation's cos / sin in rope_store (slot idx = tid + q * WG: token idx / ROWS)
+// and n_past, asked for before the matvec's loop, so that their trip to memory is not on the
+// workgroup's tail after the sums.
+const uint NQ = (TOK * ROWS + WG - 1u) / WG;
+float rope_cos[NQ], rope_sin[NQ];
+uint rope_n_past;
+void rope_prefetch(uint tid, uint part, uint base) {
+    if (ROPE == 0u) return;
+    rope_n_past = Uints(p.io).v[0];
+    const uint hd = p.rope & 511u, half_hd = hd / 2u;
+    const bool neox = (p.rope & 0x200u) != 0u;
+    [[unroll]] for (uint q = 0u; q < NQ; ++q) {
+        const uint idx = tid + q * WG, k = idx / ROWS, slot = idx % ROWS;
+        rope_cos[q] = 1.0;
+        rope_sin[q] = 0.0;
+        if (idx < min(TOK, p.n_tok) * ROWS && part < 2u) {
+            const uint e = rope_row(base + slot) % hd;
+            const uint i = neox ? e % half_hd : e / 2u;
+            const uint tb = (p.rope >> 11) * 64u + (k * half_hd + i) * 2u;
+            rope_cos[q] = p.io.v[tb];
+            rope_sin[q] = p.io.v[tb + 1u];
+        }
+    }
+}
+
 // ROPE: rotates (parts 0, 1) and stores the workgroup's results fin[k * ROWS + slot] (rows
 // rope_row(base + slot), or base + slot in part 2) for the nt tokens; every invocation calls
 // it (barriers), `live` is uniform.
 void rope_store(uint tid, uint nt, uint part, uint base, bool live) {
     const uint hd = p.rope & 511u, half_hd = hd / 2u, m = ROWS / 2u;
     const bool neox = (p.rope & 0x200u) != 0u, f16 = (p.rope & 0x400u) != 0u;
-    const uint n_past = Uints(p.io).v[0];
-    const uint NQ = (TOK * ROWS + WG - 1u) / WG;
+    const uint n_past = rope_n_past;
     barrier();  // fin[] complete
     float rotated[NQ];
     [[unroll]] for (uint q = 0u; q < NQ; ++q) {
@@ -144,13 +168,11 @@ void rope_store(uint tid, uint nt, uint part, uint base, bool live) {
         float v = 0.0;
         if (idx < nt * ROWS) v = fin[idx];
         if (idx < nt * ROWS && part < 2u) {
-            const uint row = rope_row(base + slot), e = row % hd;
+            const uint e = rope_row(base + slot) % hd;
             const uint ps = neox ? (slot < m ? slot + m : slot - m) : slot ^ 1u;
             const float pv = fin[k * ROWS + ps];
-            const uint i = neox ? e % half_hd : e / 2u;
             const bool second = neox ? e >= half_hd : (e & 1u) != 0u;
-            const uint tb = (p.rope >> 11) * 64u + (k * half_hd + i) * 2u;
-            const float c = p.io.v[tb], sn = p.io.v[tb + 1u];
+            const float c = rope_cos[q], sn = rope_sin[q];
             v = second ? pv * sn + v * c : v * c - pv * sn;
         }
         rotated[q] = v;
@@ -468,6 +490,7 @@ void main_share() {
         sh_ro[r] = min(o, part_rows(part) - 1u) * p.row_bytes;
     }
     [[unroll]] for (uint i = 0u; i < ROWS * TOK; ++i) sh_acc[i] = 0.0;
+    rope_prefetch(tid, rope_part(part0), base);
     norm_load(tid);
     const uint n_items = items_per_row();
     // Two items per trip: the second item's loads issue before the first one's dots wait.
@@ -514,6 +537,16 @@ void main_resid() {
         sh_ro[r] = (first + r) * p.row_bytes;
     }
     [[unroll]] for (uint i = 0u; i < ROWS * TOK; ++i) sh_acc[i] = 0.0;
+    // Invocation k * 32 + j's bias, residual and norm weight (row 32 wg + j, token k), asked for
+    // before the loop: after the sums they would be a trip to memory on every workgroup's tail.
+    const uint nt = min(TOK, p.n_tok), k = tid / 32u, j = tid % 32u;
+    const uint row = wg * 32u + j, kk = min(k, nt - 1u);
+    float pre_bias = 0.0, pre_resid = 0.0, pre_nw = 1.0;
+    if (k < TOK) {
+        if ((p.has_bias & 1u) != 0u) pre_bias = p.bias.v[row];
+        pre_resid = p.y1.v[kk * p.n_out + row];
+        if ((p.has_bias & 2u) != 0u) pre_nw = p.bias1.v[row];
+    }
     const uint n_items = items_per_row();
     uint it = gt;
     for (; it + 128u < n_items; it += 256u) {
@@ -526,16 +559,15 @@ void main_resid() {
         if (subgroupElect()) red[i * gl_NumSubgroups + gl_SubgroupID] = s;
     }
     barrier();
-    const uint nt = min(TOK, p.n_tok), spg = 128u / gl_SubgroupSize;
-    const uint k = tid / 32u, j = tid % 32u;
+    const uint spg = 128u / gl_SubgroupSize;
     if (k < TOK) {
-        const uint g = j / ROWS, r = j % ROWS, row = wg * 32u + j, kk = min(k, nt - 1u);
+        const uint g = j / ROWS, r = j % ROWS;
         float v = 0.0;
         for (uint s = 0u; s < spg; ++s) v += red[(r * TOK + k) * gl_NumSubgroups + g * spg + s];
-        if ((p.has_bias & 1u) != 0u) v += p.bias.v[row];
-        v += p.y1.v[kk * p.n_out + row];
+        if ((p.has_bias & 1u) != 0u) v += pre_bias;
+        v += pre_resid;
         if (k < nt) p.y.v[k * p.n_out + row] = v;
-        rv[k * 32u + j] = v * ((p.has_bias & 2u) != 0u ? p.bias1.v[row] : 1.0);
+        rv[k * 32u + j] = v * pre_nw;
         rsq[k * 32u + j] = v * v;
     }
     barrier();
@@ -579,6 +611,7 @@ void main() {
     const uint ro = live ? o * p.row_bytes : 0u;
     float acc[TOK];
     [[unroll]] for (uint k = 0u; k < TOK; ++k) acc[k] = 0.0;
+    rope_prefetch(tid, rope_part(part), base);
     norm_load(tid);
     if (live) {
         const uint n_items = items_per_row();

@@ -346,6 +346,21 @@ TEST(HipSpeedPaths, MatvecAddNormFoldedIntoTheMatvecsAfterIt) {
                                    folds, hip::kQ8LayoutGroup);
 }
 
+// The FFN after a folded norm (rows of a multiple of 256, T <= 2; 3 tokens: the norm apart):
+// gate + up of the norm's q8 values, the gated activation quantised for the down projection
+// (640: a width the q8 path does not take, down over f32 activations).
+TEST(HipSpeedPaths, FfnAfterAFoldedNorm) {
+    TANDEM_HIP_OR_SKIP(hip);
+    expect_ffn_gated_act(*hip,
+                         {{256, 512, 1, DType::Q4_0, 0, false},
+                          {512, 1024, 2, DType::Q8_0, 1, true},
+                          {256, 14336, 1, DType::Q4_K, 0, false},
+                          {512, 768, 2, DType::Q6_K, 1, false},
+                          {256, 512, 3, DType::Q4_0, 0, false},
+                          {256, 640, 1, DType::Q8_0, 0, false}},
+                         hip::kQ8LayoutGroup);
+}
+
 TEST(HipSpeedPaths, GatedActQuantisesForTheMatmulAfterIt) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_gated_act_quantises_for_the_matmul_after_it(*hip, hip::kQ8LayoutGroup);

@@ -290,6 +290,62 @@ void expect_matvec_add_norm_matvecs(Backend& b, const std::vector<MatvecNormCase
     }
 }
 
+struct FfnCase {
+    int64_t dim, ffn, tokens;
+    DType type;     // the FFN's three matrices
+    int32_t act;    // Activation: 0 SiLU, 1 GELU (tanh)
+    bool up_first;  // up's matmul before gate's in the graph
+};
+
+// An FFN as a decode step runs it: the output projection, the residual add and the RMSNorm of
+// the sum (a backend may fold the norm: expect_matvec_add_norm_matvecs), gate and up of the norm,
+// the gated activation, the down projection. The activation must be act(gate) * up of the gate
+// and up the backend returns (double reference), and down the product over that activation's q8
+// rounding (or the activation itself where the backend's q8 path does not take rows of ffn:
+// q8_rows): whichever region of its buffers each q8 input went to, no launch may read another's.
+inline void expect_ffn_gated_act(Backend& b, const std::vector<FfnCase>& cases,
+                                 int64_t q8_rows = 32) {
+    for (const FfnCase& c : cases) {
+        const int64_t T = c.tokens, dim = c.dim, ffn = c.ffn;
+        const uint32_t seed = uint32_t(dim + ffn + T);
+        auto x = random_floats(size_t(dim * T), seed, -2, 2);
+        auto resid = random_floats(size_t(dim * T), seed + 1, -3, 3);
+        QuantWeight wo(c.type, {dim, dim, 1}, seed + 2), nw(DType::F32, {dim, 1, 1}, seed + 3);
+        QuantWeight wg(c.type, {dim, ffn, 1}, seed + 4), wu(c.type, {dim, ffn, 1}, seed + 5);
+        QuantWeight wd(c.type, {ffn, 24, 1}, seed + 6);
+        OpGraph g;
+        std::vector<float> gate, up, h, y;
+        const TensorId o = g.g.activation("o", dim, T), s = g.g.activation("resid", dim, T);
+        const TensorId n = g.g.activation("normed", dim, T);
+        const TensorId gt = g.g.activation("gate", ffn, T), ut = g.g.activation("up", ffn, T);
+        const TensorId ht = g.g.activation("gated", ffn, T);
+        g.node(Op::MatMul, o, {g.weight(b, wo), g.input(x.data(), dim, T)});
+        g.node(Op::Add, s, {g.input(resid.data(), dim, T), o});
+        g.node(Op::RmsNorm, n, {s, g.weight(b, nw)}, {0, 0, 0, 0}, {1e-5f, 0});
+        const TensorId wgt = g.weight(b, wg), wut = g.weight(b, wu);
+        if (c.up_first) g.node(Op::MatMul, ut, {wut, n});
+        g.node(Op::MatMul, gt, {wgt, n});
+        if (!c.up_first) g.node(Op::MatMul, ut, {wut, n});
+        g.node(Op::GatedAct, ht, {gt, ut}, {c.act, 0, 0, 0});
+        g.node(Op::MatMul, g.output(y, 24, T), {g.weight(b, wd), ht});
+        g.node(Op::Copy, g.output(h, ffn, T), {ht});
+        g.node(Op::Copy, g.output(gate, ffn, T), {gt});
+        g.node(Op::Copy, g.output(up, ffn, T), {ut});
+        g.run(b);
+        const std::string what = "ffn " + std::string(dtype_name(c.type)) + " " +
+                                 std::to_string(dim) + " -> " + std::to_string(ffn) +
+                                 " T=" + std::to_string(T) + " act " + std::to_string(c.act) +
+                                 (c.up_first ? " up first" : "");
+        std::vector<double> ref(h.size());
+        for (size_t i = 0; i < ref.size(); ++i)
+            ref[i] = ref_activation(Activation(c.act), gate[i]) * up[i];
+        EXPECT_LT(reported_nmse(what + " act", h, ref), 1e-10) << what;
+        const auto ref_y =
+            ffn % q8_rows == 0 ? ref_matmul(wd, q8_activations(h), T) : ref_matmul(wd, h, T);
+        EXPECT_LT(reported_nmse(what + " down", y, ref_y), 1e-10) << what;
+    }
+}
+
 // The split decode attention's combine pass quantises the heads' output for the output
 // projection after it (GQA 8/2, head_dim 128 and 64, 1 and 3 tokens, f16 and f32 caches); the
 // head_dim 40 (no split kernel, or no whole q8 blocks per head) leaves it to the matmul's own

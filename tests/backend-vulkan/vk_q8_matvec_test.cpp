@@ -4,8 +4,9 @@
 // the quantiser rounds them, 1-8 tokens, odd row counts, rows per workgroup, q/k/v fused into one
 // dispatch, the activations shared by a workgroup's rows or not, an input quantised once for two
 // matmuls and again after it changes, and the RMSNorm (alone and after a residual add), gated
-// activation and split-K attention before a matmul leaving its q8 activations themselves, and q/k/v
-// roping and storing their own rows. TANDEM_VK_Q8=0 keeps f32 activations (exact).
+// activation and split-K attention before a matmul leaving its q8 activations themselves, an FFN
+// after a folded norm, and q/k/v roping and storing their own rows. TANDEM_VK_Q8=0 keeps f32
+// activations (exact).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -187,6 +188,22 @@ TEST(VulkanQ8Matvec, GatedActQuantisesForTheMatmulAfterIt) {
     TANDEM_VULKAN_OR_SKIP(vk);
     TANDEM_Q8_OR_SKIP(vk);
     expect_gated_act_quantises_for_the_matmul_after_it(*vk);
+}
+
+// The FFN after a folded norm (the output projection's RESID dispatch left the norm's q8
+// values in the other region): gate + up read them, the gated activation's quantiser writes its
+// own for the down projection; both splits (Q4_0 / Q4_K / Q6_K shared, Q8_0 per row), SiLU and
+// GELU, up before gate in the graph, an 8B model's width, an odd number of blocks (224), and 3
+// tokens (no fold).
+TEST(VulkanQ8Matvec, FfnAfterAFoldedNorm) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    TANDEM_Q8_OR_SKIP(vk);
+    expect_ffn_gated_act(*vk, {{256, 640, 1, DType::Q4_0, 0, false},
+                               {256, 512, 2, DType::Q8_0, 1, true},
+                               {256, 14336, 1, DType::Q4_K, 0, false},
+                               {512, 1024, 2, DType::Q6_K, 1, false},
+                               {256, 640, 3, DType::Q4_0, 0, false},
+                               {256, 224, 1, DType::Q8_0, 0, false}});
 }
 
 // Split-K decode attention's combine pass quantises the heads' output for the output projection.
