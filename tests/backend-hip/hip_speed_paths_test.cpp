@@ -346,9 +346,9 @@ TEST(HipSpeedPaths, MatvecAddNormFoldedIntoTheMatvecsAfterIt) {
                                    folds, hip::kQ8LayoutGroup);
 }
 
-// The FFN after a folded norm (rows of a multiple of 256, T <= 2; 3 tokens: the norm apart):
-// gate + up of the norm's q8 values, the gated activation quantised for the down projection
-// (640: a width the q8 path does not take, down over f32 activations).
+// The FFN between two folded norms (rows of a multiple of 256, T <= 2; 3 tokens: the norms
+// apart): gate + up of the norm's q8 values, the gated activation quantised for the down
+// projection (640: a width the q8 path does not take, down over f32 activations).
 TEST(HipSpeedPaths, FfnAfterAFoldedNorm) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_ffn_gated_act(*hip,

@@ -299,10 +299,11 @@ struct FfnCase {
 
 // An FFN as a decode step runs it: the output projection, the residual add and the RMSNorm of
 // the sum (a backend may fold the norm: expect_matvec_add_norm_matvecs), gate and up of the norm,
-// the gated activation, the down projection. The activation must be act(gate) * up of the gate
-// and up the backend returns (double reference), and down the product over that activation's q8
+// the gated activation, the down projection, the residual add again and the next RMSNorm, read
+// by a matmul. The activation must be act(gate) * up of the gate and up the backend returns
+// (double reference), and the second sum the first plus the product over that activation's q8
 // rounding (or the activation itself where the backend's q8 path does not take rows of ffn:
-// q8_rows): whichever region of its buffers each q8 input went to, no launch may read another's.
+// q8_rows), whichever launch quantised it and into which of its buffers.
 inline void expect_ffn_gated_act(Backend& b, const std::vector<FfnCase>& cases,
                                  int64_t q8_rows = 32) {
     for (const FfnCase& c : cases) {
@@ -312,13 +313,15 @@ inline void expect_ffn_gated_act(Backend& b, const std::vector<FfnCase>& cases,
         auto resid = random_floats(size_t(dim * T), seed + 1, -3, 3);
         QuantWeight wo(c.type, {dim, dim, 1}, seed + 2), nw(DType::F32, {dim, 1, 1}, seed + 3);
         QuantWeight wg(c.type, {dim, ffn, 1}, seed + 4), wu(c.type, {dim, ffn, 1}, seed + 5);
-        QuantWeight wd(c.type, {ffn, 24, 1}, seed + 6);
+        QuantWeight wd(c.type, {ffn, dim, 1}, seed + 6), wn(c.type, {dim, 64, 1}, seed + 7);
         OpGraph g;
-        std::vector<float> gate, up, h, y;
+        std::vector<float> gate, up, h, s1, s2, next;
         const TensorId o = g.g.activation("o", dim, T), s = g.g.activation("resid", dim, T);
         const TensorId n = g.g.activation("normed", dim, T);
         const TensorId gt = g.g.activation("gate", ffn, T), ut = g.g.activation("up", ffn, T);
-        const TensorId ht = g.g.activation("gated", ffn, T);
+        const TensorId ht = g.g.activation("gated", ffn, T), dt = g.g.activation("down", dim, T);
+        const TensorId st = g.g.activation("resid2", dim, T),
+                       nt = g.g.activation("normed2", dim, T);
         g.node(Op::MatMul, o, {g.weight(b, wo), g.input(x.data(), dim, T)});
         g.node(Op::Add, s, {g.input(resid.data(), dim, T), o});
         g.node(Op::RmsNorm, n, {s, g.weight(b, nw)}, {0, 0, 0, 0}, {1e-5f, 0});
@@ -327,10 +330,15 @@ inline void expect_ffn_gated_act(Backend& b, const std::vector<FfnCase>& cases,
         g.node(Op::MatMul, gt, {wgt, n});
         if (!c.up_first) g.node(Op::MatMul, ut, {wut, n});
         g.node(Op::GatedAct, ht, {gt, ut}, {c.act, 0, 0, 0});
-        g.node(Op::MatMul, g.output(y, 24, T), {g.weight(b, wd), ht});
+        g.node(Op::MatMul, dt, {g.weight(b, wd), ht});
+        g.node(Op::Add, st, {s, dt});
+        g.node(Op::RmsNorm, nt, {st, g.weight(b, nw)}, {0, 0, 0, 0}, {1e-5f, 0});
+        g.node(Op::MatMul, g.output(next, 64, T), {g.weight(b, wn), nt});
         g.node(Op::Copy, g.output(h, ffn, T), {ht});
         g.node(Op::Copy, g.output(gate, ffn, T), {gt});
         g.node(Op::Copy, g.output(up, ffn, T), {ut});
+        g.node(Op::Copy, g.output(s1, dim, T), {s});
+        g.node(Op::Copy, g.output(s2, dim, T), {st});
         g.run(b);
         const std::string what = "ffn " + std::string(dtype_name(c.type)) + " " +
                                  std::to_string(dim) + " -> " + std::to_string(ffn) +
@@ -340,9 +348,10 @@ inline void expect_ffn_gated_act(Backend& b, const std::vector<FfnCase>& cases,
         for (size_t i = 0; i < ref.size(); ++i)
             ref[i] = ref_activation(Activation(c.act), gate[i]) * up[i];
         EXPECT_LT(reported_nmse(what + " act", h, ref), 1e-10) << what;
-        const auto ref_y =
+        auto ref_s2 =
             ffn % q8_rows == 0 ? ref_matmul(wd, q8_activations(h), T) : ref_matmul(wd, h, T);
-        EXPECT_LT(reported_nmse(what + " down", y, ref_y), 1e-10) << what;
+        for (size_t i = 0; i < ref_s2.size(); ++i) ref_s2[i] += s1[i];
+        EXPECT_LT(reported_nmse(what + " down + resid", s2, ref_s2), 1e-10) << what;
     }
 }
 

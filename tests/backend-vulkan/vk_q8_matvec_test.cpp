@@ -190,19 +190,19 @@ TEST(VulkanQ8Matvec, GatedActQuantisesForTheMatmulAfterIt) {
     expect_gated_act_quantises_for_the_matmul_after_it(*vk);
 }
 
-// The FFN after a folded norm (the output projection's RESID dispatch left the norm's q8
-// values in the other region): gate + up read them, the gated activation's quantiser writes its
-// own for the down projection; both splits (Q4_0 / Q4_K / Q6_K shared, Q8_0 per row), SiLU and
-// GELU, up before gate in the graph, an 8B model's width, an odd number of blocks (224), and 3
-// tokens (no fold).
+// The FFN between two folded norms (RESID dispatches: the output projection's left the norm's
+// q8 values in the other region, the down projection's writes the next ones there): gate + up
+// read them, the gated activation's quantiser writes its own for the down projection; both
+// splits (Q4_0 / Q4_K / Q6_K shared, Q8_0 per row), SiLU and GELU, up before gate in the graph,
+// an 8B model's width, an odd number of blocks (224), and 3 tokens (no fold).
 TEST(VulkanQ8Matvec, FfnAfterAFoldedNorm) {
     TANDEM_VULKAN_OR_SKIP(vk);
     TANDEM_Q8_OR_SKIP(vk);
-    expect_ffn_gated_act(*vk, {{256, 640, 1, DType::Q4_0, 0, false},
+    expect_ffn_gated_act(*vk, {{256, 512, 1, DType::Q4_0, 0, false},
                                {256, 512, 2, DType::Q8_0, 1, true},
                                {256, 14336, 1, DType::Q4_K, 0, false},
                                {512, 1024, 2, DType::Q6_K, 1, false},
-                               {256, 640, 3, DType::Q4_0, 0, false},
+                               {256, 512, 3, DType::Q4_0, 0, false},
                                {256, 224, 1, DType::Q8_0, 0, false}});
 }
 
