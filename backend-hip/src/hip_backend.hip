@@ -840,8 +840,10 @@ size_t HipBackend::run_matvec_resid_norm(const Graph& g, size_t at) {
     const GraphTensor& xt = g.tensor(mm.src[1]);
     const int64_t rows = xt.rows(), n_in = xt.cols(), cols = g.tensor(mm.out).cols();
     const Weight& w = weight_of(g, mm.src[0]);
-    if (w.desc.ne[0] != n_in || !q8_for_next_matmul(g, norm) ||
-        q8_scratch_.size() < q8_act_bytes(n_in, rows))
+    // The matvec itself on the q8 path too (rows of a multiple of 256: an FFN 640 wide took this
+    // launch and its quantiser refused the input, HipSpeedPaths.FfnAfterAFoldedNorm).
+    if (w.desc.ne[0] != n_in || !q8_matvec_supported(w.kind, n_in, cols, rows) ||
+        !q8_for_next_matmul(g, norm) || q8_scratch_.size() < q8_act_bytes(n_in, rows))
         return 0;
     auto f32 = [&](TensorId id) { return reinterpret_cast<float*>(data_of(g, id)); };
     const float *x = f32(mm.src[1]), *r = f32(m->resid);

@@ -118,7 +118,7 @@ TEST(PlanVsBackend, HfTinyModelsOnCpu) {
 
 TEST(PlanVsBackend, SynthModelsAndShardsOnCpu) {
     const auto dir = test::temp_dir("planner-synth");
-    for (const char* like : {"tiny-llama", "tiny-qwen3moe"}) {
+    for (const char* like : {"tiny-llama", "tiny-qwen2", "tiny-qwen3moe"}) {
         const auto out = dir / (std::string(like) + ".gguf");
         engine::write_synthetic_model(like, DType::Q8_0, out);
         check_model(out, 1, {256, 64, DType::F16, false}, like);
@@ -161,7 +161,7 @@ TEST(PlanVsBackend, HfTinyModelsOnVulkan) {
 TEST(PlanVsBackend, SynthModelsAndShardsOnVulkan) {
     if (const std::string why = unavailable("vulkan"); !why.empty()) GTEST_SKIP() << why;
     const auto dir = test::temp_dir("planner-synth-vk");
-    for (const char* like : {"tiny-llama", "tiny-qwen3moe"}) {
+    for (const char* like : {"tiny-llama", "tiny-qwen2", "tiny-qwen3moe"}) {
         const auto out = dir / (std::string(like) + ".gguf");
         engine::write_synthetic_model(like, DType::Q8_0, out);
         check_model(out, 1, {256, 8, DType::F16, false}, like, "vulkan");

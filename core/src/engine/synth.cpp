@@ -27,9 +27,11 @@ const std::map<std::string, Shape>& shapes() {
         {"llama-3.2-1b", {"llama", 128256, 2048, 16, 32, 8, 64, 8192, 500000.0f, true}},
         {"llama-3.1-8b", {"llama", 128256, 4096, 32, 32, 8, 128, 14336, 500000.0f, false}},
         {"llama-3.1-70b", {"llama", 128256, 8192, 80, 64, 8, 128, 28672, 500000.0f, false}},
+        {"qwen2.5-7b", {"qwen2", 152064, 3584, 28, 28, 4, 128, 18944, 1000000.0f, false}},
         {"qwen3-30b-a3b",
          {"qwen3moe", 151936, 2048, 48, 32, 4, 128, 6144, 1000000.0f, false, 128, 8, 768, 40960}},
         {"tiny-llama", {"llama", 512, 256, 2, 4, 2, 64, 512, 10000.0f, false, 0, 0, 0, 2048}},
+        {"tiny-qwen2", {"qwen2", 512, 256, 2, 4, 2, 64, 512, 1000000.0f, false, 0, 0, 0, 2048}},
         {"tiny-qwen3moe",
          {"qwen3moe", 512, 256, 2, 4, 2, 64, 512, 1000000.0f, false, 4, 2, 256, 2048}},
     };
@@ -139,6 +141,18 @@ void write_synthetic_model(const std::string& like, DType type, const std::files
             for (uint64_t i = 0; i < nbytes; i += 4) std::memcpy(dst + i, &one, 4);
         });
     };
+    // Biases (Qwen2's q/k/v): random, std 0.02 as the matrices, so they move the outputs.
+    auto biases = [&](const std::string& name, uint64_t n) {
+        const uint64_t my_seed = seed + ++salt;
+        w.add_tensor(name, DType::F32, {n}, [my_seed](uint8_t* dst, uint64_t nbytes) {
+            std::mt19937 rng(static_cast<uint32_t>(my_seed));
+            std::normal_distribution<float> d(0.0f, 0.02f);
+            for (uint64_t i = 0; i < nbytes; i += 4) {
+                const float v = d(rng);
+                std::memcpy(dst + i, &v, 4);
+            }
+        });
+    };
     const auto E = uint64_t(s.n_embd), V = uint64_t(s.n_vocab), HD = uint64_t(s.head_dim);
     matrix("token_embd.weight", {E, V});
     if (a == "llama") ones("rope_freqs.weight", HD / 2);
@@ -148,6 +162,11 @@ void write_synthetic_model(const std::string& like, DType type, const std::files
         matrix(p + "attn_q.weight", {E, uint64_t(s.n_head) * HD});
         matrix(p + "attn_k.weight", {E, uint64_t(s.n_kv_head) * HD});
         matrix(p + "attn_v.weight", {E, uint64_t(s.n_kv_head) * HD});
+        if (a == "qwen2") {
+            biases(p + "attn_q.bias", uint64_t(s.n_head) * HD);
+            biases(p + "attn_k.bias", uint64_t(s.n_kv_head) * HD);
+            biases(p + "attn_v.bias", uint64_t(s.n_kv_head) * HD);
+        }
         if (a == "qwen3moe") {
             ones(p + "attn_q_norm.weight", HD);
             ones(p + "attn_k_norm.weight", HD);
