@@ -138,7 +138,7 @@ class VulkanBackend final : public Backend {
         // head_dim (<= 256) | NeoX << 9 | f16 cache << 10 | the cos/sin table's offset in io_,
         // in 256-byte units, << 11
         uint32_t params;
-        uint32_t rows;  // rows per workgroup: whole rotation pairs
+        uint32_t rows;        // rows per workgroup: whole rotation pairs
         bool v_only = false;  // one matmul, v: its rows stored into the V cache, unroped
     };
     bool record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
@@ -146,7 +146,8 @@ class VulkanBackend final : public Backend {
     // Nodes at.. are q/k/v with their ropes and KV stores (match_qkv_rope) that matvec_q8 can
     // rope and store itself: the plan for it; false: not applicable (or TANDEM_VK_QKV_ROPE=0).
     bool qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const;
-    bool q8_shares(uint32_t type, uint32_t rows, int64_t T) const;
+    bool q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n_in) const;
+    uint32_t q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const;
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
@@ -213,6 +214,7 @@ class VulkanBackend final : public Backend {
     // not sharing (2 rows) 372 / 314; before the halves layout, sharing at 8 rows 342 / 268.
     bool q8_ = false;
     uint32_t q8_rows_ = 2;
+    bool q8_rows_set_ = false;  // TANDEM_VK_Q8_ROWS given: every type takes q8_rows_
     bool q8_share_ = true;
     // q/k/v's matvec ropes and stores into the KV cache itself (TANDEM_VK_QKV_ROPE=0: off).
     bool q8_rope_ = true;

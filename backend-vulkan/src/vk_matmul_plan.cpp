@@ -80,7 +80,7 @@ void VulkanBackend::read_tuning_env() {
     if (const char* t = std::getenv("TANDEM_VK_TILED")) tiled_ok_ = std::string(t) != "0";
     if (const char* v = std::getenv("TANDEM_VK_Q8_ROWS")) {
         const int n = std::atoi(v);
-        if (n == 1 || n == 2 || n == 4 || n == 8) q8_rows_ = uint32_t(n);
+        if (n == 1 || n == 2 || n == 4 || n == 8) q8_rows_ = uint32_t(n), q8_rows_set_ = true;
     }
     if (const char* v = std::getenv("TANDEM_VK_QKV_ROPE")) q8_rope_ = std::string(v) != "0";
     if (const char* v = std::getenv("TANDEM_VK_NORM_FUSE")) norm_fuse_ = std::string(v) != "0";

@@ -116,10 +116,25 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
 // item in registers), subgroup sums (its reduction), subgroups of at least `rows` invocations
 // (its shared array). Not Q8_0, whose 34 weight bytes per 32 meet only 34 bytes of
 // activations: sharing them lost 2 % on the H200 (8B tg128 276 against 283 tok/s).
-bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T) const {
+bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n_in) const {
+    // Fewer items per row than invocations (repacked Q6_K's 64-weight items at 4096 inputs)
+    // would leave the rest idle; the per-row split keeps them all (q8_rows_for).
+    if (type == repacked_type_id(DType::Q6_K) && n_in / 64 < kQ8Workgroup) return false;
     return q8_share_ && T <= 2 && type != uint32_t(DType::Q8_0) &&
            type != repacked_type_id(DType::Q8_0) && pd_.subgroup_arithmetic &&
            pd_.subgroup_size >= rows && kQ8Workgroup % pd_.subgroup_size == 0;
+}
+
+// Rows per workgroup: q8_rows_, or 8 for repacked Q6_K on the per-row split (q8_shares: 64
+// items a row at 4096 inputs, 16 invocations a row then take 4 each). H200, 8B Q6_K tg128 at
+// 2 / 4 / 8 rows (docs/vulkan.md, session 15): 284 / 288 / 307 tok/s; the LM head 166 / 143 /
+// 131 µs. TANDEM_VK_Q8_ROWS sets every type's. at_least: a lower bound (v's rows in a q/k/v
+// launch: whole f16 words).
+uint32_t VulkanBackend::q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const {
+    uint32_t rows = q8_rows_;
+    if (!q8_rows_set_ && type == repacked_type_id(DType::Q6_K) && n_in / 64 < kQ8Workgroup)
+        rows = 8;
+    return std::max(rows, at_least);
 }
 
 bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
@@ -167,7 +182,8 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
             p.w2 = wr.address, p.y2 = y.address, p.n_out2 = n_out;
         }
     }
-    const uint32_t wg_rows = rope ? rope->rows : q8_rows_;
+    const uint32_t wg_rows =
+        rope && !rope->v_only ? rope->rows : q8_rows_for(type, n_in, rope ? rope->rows : 0);
     if (rope) {
         p.io = io_.address, p.rope = rope->params;
         if (rope->v_only) {  // the shader's part 2 (rope_part)
@@ -184,7 +200,7 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
                             ? 1u
                             : 0u;
     const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
-    const uint32_t share = q8_shares(type, wg_rows, T) ? 1u : 0u;
+    const uint32_t share = q8_shares(type, wg_rows, T, n_in) ? 1u : 0u;
     dispatch(
         "matvec_q8",
         {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share, 0u, norm_eps},

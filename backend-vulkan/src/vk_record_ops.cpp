@@ -385,11 +385,26 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
         // attention_combine.
         const bool merge = merge_attention_ && S <= kAttnMergeMaxSplits &&
                            uint64_t(out.rows()) * uint64_t(n.i[1] * blocks) <= kAttnTickets;
-        SplitAttnPush sp{a.address,   k.address,          v.address,   part.address,
-                         io_.address, u32(out.rows()),    u32(n.i[0]), u32(n.i[1]),
-                         u32(n.i[2]), u32(n.i[3]),        S,           n.f[0],
-                         n.f[1],      attn_part_.address, y.address,   q8 ? q.address : 0,
-                         qd,          merge ? 1u : 0u,    q8 ? 1u : 0u, q_vec4 ? 1u : 0u};
+        SplitAttnPush sp{a.address,
+                         k.address,
+                         v.address,
+                         part.address,
+                         io_.address,
+                         u32(out.rows()),
+                         u32(n.i[0]),
+                         u32(n.i[1]),
+                         u32(n.i[2]),
+                         u32(n.i[3]),
+                         S,
+                         n.f[0],
+                         n.f[1],
+                         attn_part_.address,
+                         y.address,
+                         q8 ? q.address : 0,
+                         qd,
+                         merge ? 1u : 0u,
+                         q8 ? 1u : 0u,
+                         q_vec4 ? 1u : 0u};
         if (merge) {
             const Ref tickets{kAttnPartId, attn_part_.address, 0, kAttnTicketBytes};
             dispatch("attention_split", {kv_f16, u32(n.i[2] / 8), hb}, &sp, sizeof sp, S,

@@ -67,10 +67,11 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
     // (repack, rows per workgroup, shared activations): the file layout (integrated GPUs,
     // lavapipe) and the repacked one (discrete GPUs; Q6_K from 2048-long rows), 1-4 rows per
     // workgroup, the invocations sharing each item's activations over the rows (one or two
-    // tokens; more take the other split) or each row its own.
+    // tokens; more take the other split) or each row its own; rows "": the backend's choice
+    // per type (repacked Q6_K under 8192 inputs: 8 rows, 16 invocations a row, not shared).
     const std::tuple<const char*, const char*, const char*> splits[] = {
-        {"0", "4", "1"}, {"1", "4", "1"}, {"1", "2", "1"},
-        {"1", "1", "1"}, {"1", "2", "0"}, {"0", "4", "0"}};
+        {"0", "4", "1"}, {"1", "4", "1"}, {"1", "2", "1"}, {"1", "1", "1"},
+        {"1", "2", "0"}, {"0", "4", "0"}, {"1", "", "1"}};
     for (auto [repack, rows, share] : splits) {
         ScopedEnv re("TANDEM_VK_REPACK", repack), ro("TANDEM_VK_Q8_ROWS", rows),
             sh("TANDEM_VK_Q8_SHARE", share);
