@@ -116,10 +116,15 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
 // item in registers), subgroup sums (its reduction), subgroups of at least `rows` invocations
 // (its shared array). Not Q8_0, whose 34 weight bytes per 32 meet only 34 bytes of
 // activations: sharing them lost 2 % on the H200 (8B tg128 276 against 283 tok/s).
+// Repacked Q6_K's 64-weight items: fewer in a row than a workgroup's invocations under 8192
+// inputs, so the shared split would leave the rest idle; the per-row split keeps them all
+// (q8_shares, q8_rows_for).
+bool VulkanBackend::few_items_per_row(uint32_t type, int64_t n_in) {
+    return type == repacked_type_id(DType::Q6_K) && n_in / 64 < kQ8Workgroup;
+}
+
 bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n_in) const {
-    // Fewer items per row than invocations (repacked Q6_K's 64-weight items at 4096 inputs)
-    // would leave the rest idle; the per-row split keeps them all (q8_rows_for).
-    if (type == repacked_type_id(DType::Q6_K) && n_in / 64 < kQ8Workgroup) return false;
+    if (few_items_per_row(type, n_in)) return false;
     return q8_share_ && T <= 2 && type != uint32_t(DType::Q8_0) &&
            type != repacked_type_id(DType::Q8_0) && pd_.subgroup_arithmetic &&
            pd_.subgroup_size >= rows && kQ8Workgroup % pd_.subgroup_size == 0;
@@ -132,8 +137,7 @@ bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n
 // launch: whole f16 words).
 uint32_t VulkanBackend::q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const {
     uint32_t rows = q8_rows_;
-    if (!q8_rows_set_ && type == repacked_type_id(DType::Q6_K) && n_in / 64 < kQ8Workgroup)
-        rows = 8;
+    if (!q8_rows_set_ && few_items_per_row(type, n_in)) rows = 8;
     return std::max(rows, at_least);
 }
 
