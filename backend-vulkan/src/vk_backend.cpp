@@ -70,6 +70,7 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     if (const char* sp = std::getenv("TANDEM_VK_SPLIT")) split_submit_ = std::string(sp) != "0";
     if (const char* c = std::getenv("TANDEM_VK_CACHE")) cache_steps_ = std::string(c) != "0";
     if (const char* f = std::getenv("TANDEM_VK_FUSE")) fuse_ = std::string(f) != "0";
+    if (const char* c = std::getenv("TANDEM_VK_IO_CACHED")) io_cached_ = std::string(c) != "0";
     if (const char* k = std::getenv("TANDEM_VK_SPLITK"); k && *k)
         splitk_force_ = std::max(0, std::atoi(k));
     if (const char* m = std::getenv("TANDEM_VK_ATTN_MERGE"))
@@ -274,7 +275,8 @@ void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
     if (at > io_.size) {
         ctx_->destroy(io_);
         ++generation_;
-        io_ = ctx_->create_host_buffer(std::max<uint64_t>(at, 1 << 20), "step inputs/outputs");
+        io_ = ctx_->create_host_buffer(std::max<uint64_t>(at, 1 << 20), "step inputs/outputs",
+                                       io_cached_);
     }
     StepParams sp{};
     sp.n_past = static_cast<uint32_t>(io.n_past);
@@ -545,7 +547,7 @@ void VulkanBackend::host_collective(const Graph& g, const Node& n) {
     if (bytes > collective_buf_.size) {
         finish_and_wait();  // the old buffer may be in use by recorded commands
         ctx_->destroy(collective_buf_);
-        collective_buf_ = ctx_->create_host_buffer(bytes, "collective staging");
+        collective_buf_ = ctx_->create_host_buffer(bytes, "collective staging", io_cached_);
         begin_recording();
     }
     const Ref stage{kCollectiveId, collective_buf_.address, 0, bytes};

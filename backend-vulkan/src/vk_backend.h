@@ -233,8 +233,11 @@ class VulkanBackend final : public Backend {
     std::vector<std::unique_ptr<CachedStep>> cached_;
     uint64_t generation_ = 0;  // bumped whenever a buffer recorded commands use may have moved
     uint64_t use_clock_ = 0;
-    bool cache_steps_ = true;   // TANDEM_VK_CACHE=0 re-records every step
-    bool fuse_ = true;          // TANDEM_VK_FUSE=0: every node its own dispatch
+    bool cache_steps_ = true;  // TANDEM_VK_CACHE=0 re-records every step
+    bool fuse_ = true;         // TANDEM_VK_FUSE=0: every node its own dispatch
+    // The io and collective buffers in host-cached memory where there is some (the host reads
+    // the step's outputs there); TANDEM_VK_IO_CACHED=0: the first host-coherent type, as before.
+    bool io_cached_ = true;
     uint32_t nodes_in_cb_ = 0;  // nodes recorded into cb_
     bool split_submit_ = true;
     std::vector<Weight> weights_;

@@ -159,7 +159,17 @@ Buffer Context::create_device_buffer(uint64_t size, const std::string& what) {
     return create_buffer(size, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, what);
 }
 
-Buffer Context::create_host_buffer(uint64_t size, const std::string& what) {
+Buffer Context::create_host_buffer(uint64_t size, const std::string& what, bool read_by_host) {
+    const VkMemoryPropertyFlags cached = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                         VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+    if (read_by_host) {
+        try {
+            return create_buffer(size, cached, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, what);
+        } catch (const Error&) {
+            // no cached type this buffer may use: the plain host-coherent one below
+        }
+    }
     return create_buffer(
         size, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, 0, what);
 }

@@ -32,8 +32,10 @@ class Context {
 
     // Device-local memory, host-visible too when such a type exists (unified memory, ReBAR).
     Buffer create_device_buffer(uint64_t size, const std::string& what);
-    // Host-visible, host-coherent memory (staging, step inputs/outputs).
-    Buffer create_host_buffer(uint64_t size, const std::string& what);
+    // Host-visible, host-coherent memory (staging, step inputs/outputs). read_by_host: host-cached
+    // too where the device has such a type (the host reads what the GPU wrote: uncached,
+    // write-combined memory is slow to read).
+    Buffer create_host_buffer(uint64_t size, const std::string& what, bool read_by_host = false);
     // Wraps host memory [data, data + n) in place as a device buffer (VK_EXT_external_memory_host,
     // unified-memory devices only); `address` is then data's device address. Returns false,
     // creating nothing, when the device or driver does not allow it (why: in *why).
