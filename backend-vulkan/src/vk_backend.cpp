@@ -102,6 +102,7 @@ VulkanBackend::~VulkanBackend() {
 }
 
 void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host) {
+    ++weight_uploads_;  // a rope factors weight may change: the rope tables are placed again
     if (slot < 0) throw Error("vulkan backend: negative weight slot for '" + w.name + "'");
     if (!supported_weight_type(w.type))
         throw Error("vulkan backend: weight '" + w.name + "' has type " +
@@ -271,7 +272,7 @@ void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
         (in ? input_offset_ : output_offset_)[t.slot] = at;
         at = align_up(at + t.nbytes(), kIoAlign);
     }
-    at = place_rope_tables(g, io, at);
+    at = place_rope_tables(g, at);
     if (at > io_.size) {
         ctx_->destroy(io_);
         ++generation_;
@@ -285,16 +286,20 @@ void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
         if (t.role == TensorRole::Input)
             std::memcpy(static_cast<uint8_t*>(io_.mapped) + input_offset_[t.slot],
                         io.inputs[t.slot], t.nbytes());
-    for (auto& fill : io_fill_) fill();
+    fill_rope_tables(io);
 }
 
 // cos/sin of every (position, frequency) of a Rope node whose positions are a host input,
 // computed in double as the CPU backend does: float angles of positions in the thousands lose
 // ~1e-4 and GPU sin/cos lose more. Nodes with the same positions and parameters (every layer)
-// share one table.
-uint64_t VulkanBackend::place_rope_tables(const Graph& g, const StepIO& io, uint64_t at) {
+// share one table. Placed once per graph (rope_key_); only the cos / sin are new each step.
+uint64_t VulkanBackend::place_rope_tables(const Graph& g, uint64_t at) {
+    const RopePlanKey key{g.fingerprint(), g.nodes().data(), at, 0, weight_uploads_};
+    if (key.fingerprint == rope_key_.fingerprint && key.nodes == rope_key_.nodes &&
+        key.at == rope_key_.at && key.weights == rope_key_.weights)
+        return rope_key_.end;
     rope_table_.clear();
-    io_fill_.clear();
+    rope_fills_.clear();
     std::map<std::tuple<int32_t, float, float, TensorId, TensorId>, uint64_t> placed;
     for (const Node& n : g.nodes()) {
         if (n.op != Op::Rope || g.tensor(n.src[1]).role != TensorRole::Input) continue;
@@ -307,31 +312,39 @@ uint64_t VulkanBackend::place_rope_tables(const Graph& g, const StepIO& io, uint
                 continue;  // the shader computes the angles itself
             factors = weights_[ft.slot].host_f32.data();
         }
-        const auto key = std::make_tuple(n.i[1], n.f[0], n.f[1], n.src[1], n.src[2]);
-        if (auto it = placed.find(key); it != placed.end()) {
+        const auto tkey = std::make_tuple(n.i[1], n.f[0], n.f[1], n.src[1], n.src[2]);
+        if (auto it = placed.find(tkey); it != placed.end()) {
             rope_table_[&n] = it->second;
             continue;
         }
         const int64_t T = g.tensor(n.out).rows(), half = n.i[1] / 2, n_rot = n.i[1];
-        const auto* pos = static_cast<const int32_t*>(io.inputs.at(g.tensor(n.src[1]).slot));
-        const uint64_t off = at;
-        placed[key] = off;
-        rope_table_[&n] = off;
+        placed[tkey] = at;
+        rope_table_[&n] = at;
+        RopeFill f{at, T, g.tensor(n.src[1]).slot, double(n.f[1]), std::vector<double>(half)};
+        for (int64_t i = 0; i < half; ++i) {
+            f.inv[i] = std::pow(double(n.f[0]), -2.0 * double(i) / double(n_rot));
+            if (factors) f.inv[i] /= factors[i];
+        }
+        rope_fills_.push_back(std::move(f));
         at = align_up(at + uint64_t(T * half * 2) * sizeof(float), kIoAlign);
-        const float base = n.f[0], scale = n.f[1];
-        io_fill_.push_back([this, off, T, half, n_rot, pos, factors, base, scale] {
-            auto* tab = reinterpret_cast<float*>(static_cast<uint8_t*>(io_.mapped) + off);
-            for (int64_t t = 0; t < T; ++t)
-                for (int64_t i = 0; i < half; ++i) {
-                    double inv = std::pow(double(base), -2.0 * double(i) / double(n_rot));
-                    if (factors) inv /= factors[i];
-                    const double a = double(pos[t]) * double(scale) * inv;
-                    tab[(t * half + i) * 2] = static_cast<float>(std::cos(a));
-                    tab[(t * half + i) * 2 + 1] = static_cast<float>(std::sin(a));
-                }
-        });
     }
+    rope_key_ = key;
+    rope_key_.end = at;
     return at;
+}
+
+void VulkanBackend::fill_rope_tables(const StepIO& io) {
+    for (const RopeFill& f : rope_fills_) {
+        const auto* pos = static_cast<const int32_t*>(io.inputs.at(f.pos_slot));
+        auto* tab = reinterpret_cast<float*>(static_cast<uint8_t*>(io_.mapped) + f.off);
+        const auto half = static_cast<int64_t>(f.inv.size());
+        for (int64_t t = 0; t < f.T; ++t)
+            for (int64_t i = 0; i < half; ++i) {
+                const double a = double(pos[t]) * f.scale * f.inv[i];
+                tab[(t * half + i) * 2] = static_cast<float>(std::cos(a));
+                tab[(t * half + i) * 2 + 1] = static_cast<float>(std::sin(a));
+            }
+    }
 }
 
 void VulkanBackend::compute(const Graph& g, const StepIO& io) {

@@ -2,7 +2,6 @@
 // The Vulkan backend: weights, KV cache and scratch in device memory; a step graph is recorded
 // into one command buffer (barriers only where a node reads or overwrites what an earlier,
 // unbarriered node wrote) and submitted once; the host waits only for the step's outputs.
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -98,7 +97,9 @@ class VulkanBackend final : public Backend {
     // The TYPE specialisation constant for a weight: its DType, or the repacked layout's id.
     uint32_t shader_type(const Graph& g, TensorId id) const;
     void layout_io(const Graph& g, const StepIO& io);
-    uint64_t place_rope_tables(const Graph& g, const StepIO& io, uint64_t at);
+    // Places the rope tables from byte `at` of io_ (rope_table_, rope_fills_); returns the end.
+    uint64_t place_rope_tables(const Graph& g, uint64_t at);
+    void fill_rope_tables(const StepIO& io);  // this step's cos / sin into the placed tables
     void record_node(const Graph& g, const Node& n);
     // Records nodes[at] (an Add) and the RmsNorm after it as one dispatch when that is safe;
     // false: neither is recorded.
@@ -276,7 +277,25 @@ class VulkanBackend final : public Backend {
     std::vector<size_t> gather_sizes_;
     std::vector<uint64_t> input_offset_, output_offset_;  // in io_, by slot
     std::map<const Node*, uint64_t> rope_table_;          // in io_, by Rope node
-    std::vector<std::function<void()>> io_fill_;          // writes the rope tables
+    // One rope table's per-step fill: cos / sin of positions (input pos_slot, T of them) times
+    // scale times the inverse frequencies, at byte off of io_.
+    struct RopeFill {
+        uint64_t off;
+        int64_t T;
+        int pos_slot;
+        double scale;
+        std::vector<double> inv;  // [half]: base^(-2i / n_rot) / factor_i, computed once
+    };
+    std::vector<RopeFill> rope_fills_;
+    // What rope_table_ and rope_fills_ were placed for (place_rope_tables does it again only
+    // for another graph, io start or set of weights: at 8B the placing and the frequencies'
+    // pow() took ~100 us of every replayed decode step on the H200's host).
+    struct RopePlanKey {
+        uint64_t fingerprint = 0;
+        const Node* nodes = nullptr;
+        uint64_t at = 0, end = 0, weights = 0;
+    } rope_key_;
+    uint64_t weight_uploads_ = 0;  // bumped by every upload_weight
     std::vector<Range> pending_reads_, pending_writes_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
     uint32_t barriers_ = 0;
