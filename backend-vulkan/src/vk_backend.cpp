@@ -294,10 +294,8 @@ void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
 // ~1e-4 and GPU sin/cos lose more. Nodes with the same positions and parameters (every layer)
 // share one table. Placed once per graph (rope_key_); only the cos / sin are new each step.
 uint64_t VulkanBackend::place_rope_tables(const Graph& g, uint64_t at) {
-    const RopePlanKey key{g.fingerprint(), g.nodes().data(), at, 0, weight_uploads_};
-    if (key.fingerprint == rope_key_.fingerprint && key.nodes == rope_key_.nodes &&
-        key.at == rope_key_.at && key.weights == rope_key_.weights)
-        return rope_key_.end;
+    const RopePlanKey key{g.fingerprint(), g.nodes().data(), at, weight_uploads_};
+    if (key == rope_key_) return rope_end_;
     rope_table_.clear();
     rope_fills_.clear();
     std::map<std::tuple<int32_t, float, float, TensorId, TensorId>, uint64_t> placed;
@@ -329,7 +327,7 @@ uint64_t VulkanBackend::place_rope_tables(const Graph& g, uint64_t at) {
         at = align_up(at + uint64_t(T * half * 2) * sizeof(float), kIoAlign);
     }
     rope_key_ = key;
-    rope_key_.end = at;
+    rope_end_ = at;
     return at;
 }
 

@@ -293,8 +293,10 @@ class VulkanBackend final : public Backend {
     struct RopePlanKey {
         uint64_t fingerprint = 0;
         const Node* nodes = nullptr;
-        uint64_t at = 0, end = 0, weights = 0;
+        uint64_t at = 0, weights = 0;
+        bool operator==(const RopePlanKey&) const = default;
     } rope_key_;
+    uint64_t rope_end_ = 0;        // the io byte after the tables placed for rope_key_
     uint64_t weight_uploads_ = 0;  // bumped by every upload_weight
     std::vector<Range> pending_reads_, pending_writes_;
     uint64_t weight_bytes_ = 0, kv_bytes_ = 0;
