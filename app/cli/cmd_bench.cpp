@@ -41,14 +41,16 @@ tandem::cli::Register reg("bench", "Measure prefill and decode speed", [](CLI::A
         for (size_t i = 0; i < prompt.size(); ++i)
             prompt[i] = static_cast<int32_t>((i * 7919 + 13) % size_t(V));
         std::vector<float> logits;
-        // Warm-up: pages the weights in and builds the decode graph; a short prefill too, so the
-        // prefill kernels' first use (a GPU driver compiling their pipelines: up to half of a
-        // timed pp512 on an H200 with a cold shader cache) is not timed. llama-bench warms up too.
+        // Warm-up: pages the weights in and builds the decode graph; the whole prefill once too,
+        // as llama-bench does, so neither the prefill kernels' first use (a GPU driver compiling
+        // their pipelines: up to half of a timed pp512 on an H200 with a cold shader cache) nor
+        // an idle GPU's clocks (the first pp512 after a model was written measured 0.5-0.55 of
+        // the next on the H200) are timed.
         e.decode(std::span(prompt).first(1), logits);
         e.decode(std::span(prompt).first(1), logits);
         e.clear();
         if (o->n_prompt > 1) {
-            e.decode(std::span(prompt).first(std::min<size_t>(prompt.size(), 16)), logits);
+            e.decode(prompt, logits);
             e.clear();
         }
 

@@ -71,7 +71,8 @@ class VulkanBackend final : public Backend {
     // How a MatMul node runs: the tiled kernel (prefill) or matvec with its specialisation.
     struct MatmulPlan {
         bool tiled = false;
-        bool direct = false;  // matvec_direct.comp (x read from memory, no staging)
+        bool coopmat = false;  // matmul_coopmat.comp (prefill on cooperative matrices)
+        bool direct = false;   // matvec_direct.comp (x read from memory, no staging)
         uint32_t wg = 256, rows = 8, tok = 1, subgroup_add = 0;
         uint32_t gpt = 2;  // matvec.comp: 32-element groups per invocation per staged chunk
     };
@@ -171,6 +172,9 @@ class VulkanBackend final : public Backend {
     void drop_cached(CachedStep* c);
     void copy_outputs(const Graph& g, const StepIO& io);
     MatmulPlan plan_matmul(const WeightDesc& w, int64_t n_tok) const;
+    // Whether matmul_coopmat's pipeline for this weight type builds; the first failure (a
+    // driver refusing the rewritten SPIR-V) turns the cooperative-matrix prefill off, logged.
+    bool coopmat_pipeline_ok(uint32_t spec_type);
     // Splits of the cached positions for split-K decode attention (attention_split.comp), or 0
     // for the one-pass kernel (prefill, odd head_dim, TANDEM_VK_SPLITK=0).
     uint32_t attention_splits(const Graph& g, const Node& n) const;
@@ -207,6 +211,9 @@ class VulkanBackend final : public Backend {
     uint32_t matvec_gpt1_ = 4;
     bool matvec_direct_ = false;  // only with TANDEM_VK_MATVEC="wg,rows,1" (tuning runs)
     bool tiled_ok_ = true;        // TANDEM_VK_TILED=0 turns it off
+    // Prefill on cooperative matrices where the device has them (pd_.coopmat_f16);
+    // TANDEM_VK_COOPMAT=0 turns it off (the f32 tiled kernel then).
+    bool coopmat_ok_ = true;
     // The int8-dot decode matvec: on where the device has integer dot products and subgroup
     // shuffles (the quantiser's 8-lane reductions); TANDEM_VK_Q8=0 turns it off. q8_rows_: rows
     // per 128-invocation workgroup (TANDEM_VK_Q8_ROWS, tuning). q8_share_: the workgroup's

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "tandem/common/error.h"
+#include "vk_coopmat_khr.h"
 
 namespace tandem::vk {
 
@@ -53,6 +54,27 @@ Context::Context(const PhysicalDevice& pd) : pd_(pd) {
         exts.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
         idot.shaderIntegerDotProduct = VK_TRUE;
         want12.pNext = &idot;
+    }
+    // The prefill matmul on cooperative matrices (matmul_coopmat.comp): its SPIR-V declares
+    // the Vulkan memory model.
+    CoopMatFeatures coopmat;
+    if (pd.coopmat_f16) {
+        exts.push_back(kCoopMatExtension);
+        coopmat.cooperativeMatrix = VK_TRUE;
+        coopmat.pNext = want12.pNext;
+        want12.pNext = &coopmat;
+        want12.vulkanMemoryModel = VK_TRUE;
+        want12.vulkanMemoryModelDeviceScope = have12.vulkanMemoryModelDeviceScope;
+    }
+    // Its pipeline asks for subgroups of 32 where the device can be asked.
+    VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+    if (pd.coopmat_f16 && pd.subgroup_size_control) {
+        exts.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+        size_control.subgroupSizeControl = VK_TRUE;
+        size_control.computeFullSubgroups = pd.full_subgroups ? VK_TRUE : VK_FALSE;
+        size_control.pNext = want12.pNext;
+        want12.pNext = &size_control;
     }
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.pNext = &want;

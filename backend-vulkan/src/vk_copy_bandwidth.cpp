@@ -135,9 +135,12 @@ std::string VulkanBackend::node_label(const Graph& g, const Node& n) const {
     if (n.op == Op::MatMul) {
         const WeightDesc& w = weight_desc(g, n.src[0]);
         const int64_t T = g.tensor(n.src[1]).rows();
+        const MatmulPlan plan = plan_matmul(w, T);
         s += " " + std::string(dtype_name(w.type)) + " [" + std::to_string(w.ne[0]) + " -> " +
              std::to_string(w.ne[1]) + "] " + (T == 1 ? "T=1" : "T>1") +
-             (plan_matmul(w, T).tiled ? " tiled" : " matvec");
+             (plan.coopmat ? " coopmat"
+              : plan.tiled ? " tiled"
+                           : " matvec");
     } else if (n.op == Op::Attention) {
         s += g.tensor(n.out).rows() == 1 ? " T=1" : " T>1";
     }

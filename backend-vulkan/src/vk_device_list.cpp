@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "tandem/common/error.h"
+#include "vk_coopmat_khr.h"
 
 namespace tandem::vk {
 namespace {
@@ -42,7 +43,39 @@ int preference(DeviceType t) {
     }
 }
 
-PhysicalDevice describe(VkPhysicalDevice pd) {
+// Whether matmul_coopmat.comp can run: the extension, its feature, a 16x16x16 f16 shape with
+// f32 accumulation at subgroup scope, 32-wide subgroups (the kernel's layout) and the features
+// the SPIR-V declares (Float16, VulkanMemoryModel).
+std::string coopmat_missing(VkInstance instance, VkPhysicalDevice pd,
+                            const std::vector<VkExtensionProperties>& exts, uint32_t subgroup_size,
+                            bool size_control_32, bool float16, bool memory_model) {
+    if (!has_extension(exts, kCoopMatExtension)) return "no VK_KHR_cooperative_matrix";
+    if (subgroup_size != 32 && !size_control_32)
+        return "subgroups of " + std::to_string(subgroup_size) +
+               " and no way to ask for 32, which the kernel needs";
+    if (!float16 || !memory_model) return "no shaderFloat16 or vulkanMemoryModel";
+    CoopMatFeatures cm;
+    VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    feats.pNext = &cm;
+    vkGetPhysicalDeviceFeatures2(pd, &feats);
+    if (!cm.cooperativeMatrix) return "cooperativeMatrix feature off";
+    auto get = reinterpret_cast<PFN_GetCoopMatProperties>(
+        vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+    if (!get) return "no vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR";
+    uint32_t n = 0;
+    if (get(pd, &n, nullptr) != VK_SUCCESS) return "cannot list cooperative matrix shapes";
+    std::vector<CoopMatProperties> shapes(n);
+    if (n && get(pd, &n, shapes.data()) != VK_SUCCESS)
+        return "cannot list cooperative matrix shapes";
+    for (const CoopMatProperties& s : shapes)
+        if (s.MSize == 16 && s.NSize == 16 && s.KSize == 16 && s.AType == kCoopComponentF16 &&
+            s.BType == kCoopComponentF16 && s.CType == kCoopComponentF32 &&
+            s.ResultType == kCoopComponentF32 && s.scope == kCoopScopeSubgroup)
+            return "";
+    return "no 16x16x16 f16 -> f32 subgroup shape";
+}
+
+PhysicalDevice describe(VkInstance instance, VkPhysicalDevice pd) {
     PhysicalDevice d;
     d.handle = pd;
 
@@ -88,6 +121,31 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
     if (idot_ext) f16.pNext = &idot;
     vkGetPhysicalDeviceFeatures2(pd, &feats);
     d.shader_float16 = f16.shaderFloat16;
+    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceFeatures2 feats12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    feats12.pNext = &f12;
+    vkGetPhysicalDeviceFeatures2(pd, &feats12);
+    // Subgroups of 32 on request (compute stage), for the cooperative-matrix kernel.
+    if (has_extension(exts, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) {
+        VkPhysicalDeviceSubgroupSizeControlFeaturesEXT ssf{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+        VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+        f2.pNext = &ssf;
+        vkGetPhysicalDeviceFeatures2(pd, &f2);
+        VkPhysicalDeviceSubgroupSizeControlPropertiesEXT ssp{
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+        VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+        p2.pNext = &ssp;
+        vkGetPhysicalDeviceProperties2(pd, &p2);
+        d.subgroup_size_control = ssf.subgroupSizeControl && ssp.minSubgroupSize <= 32 &&
+                                  ssp.maxSubgroupSize >= 32 &&
+                                  (ssp.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+        d.full_subgroups = d.subgroup_size_control && ssf.computeFullSubgroups;
+    }
+    d.coopmat_why_not =
+        coopmat_missing(instance, pd, exts, d.subgroup_size, d.subgroup_size_control,
+                        d.shader_float16, f12.vulkanMemoryModel);
+    d.coopmat_f16 = d.coopmat_why_not.empty();
     d.shader_int8_dot = idot_ext && idot.shaderIntegerDotProduct;
     if (d.shader_int8_dot) {
         VkPhysicalDeviceShaderIntegerDotProductPropertiesKHR idp{
@@ -146,6 +204,8 @@ PhysicalDevice describe(VkPhysicalDevice pd) {
     info.unified_memory = info.type == DeviceType::IntegratedGpu ||
                           info.type == DeviceType::CpuEmulated ||
                           (host_visible_local && info.type != DeviceType::DiscreteGpu);
+    info.notes = d.coopmat_f16 ? "prefill on cooperative matrices (f16 x f16 -> f32)"
+                               : "prefill without cooperative matrices: " + d.coopmat_why_not;
     return d;
 }
 
@@ -165,7 +225,7 @@ Instance::Instance() {
     vkEnumeratePhysicalDevices(instance_, &n, nullptr);
     std::vector<VkPhysicalDevice> pds(n);
     vkEnumeratePhysicalDevices(instance_, &n, pds.data());
-    for (auto pd : pds) devices_.push_back(describe(pd));
+    for (auto pd : pds) devices_.push_back(describe(instance_, pd));
     std::stable_sort(devices_.begin(), devices_.end(),
                      [](const PhysicalDevice& a, const PhysicalDevice& b) {
                          return preference(a.info.type) < preference(b.info.type);

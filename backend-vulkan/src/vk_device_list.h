@@ -27,6 +27,14 @@ struct PhysicalDevice {
     // device creation); accelerated: the 4x8-bit packed signed form is a native instruction.
     bool shader_int8_dot = false;
     bool int8_dot_accelerated = false;
+    // VK_KHR_cooperative_matrix with a 16x16x16 f16 x f16 -> f32 subgroup shape, subgroups of
+    // 32, f16 arithmetic and the Vulkan memory model: what matmul_coopmat.comp needs.
+    bool coopmat_f16 = false;
+    // VK_EXT_subgroup_size_control for compute: a pipeline may ask for subgroups of 32 (RADV
+    // runs compute in 64 by default); full_subgroups: computeFullSubgroups.
+    bool subgroup_size_control = false;
+    bool full_subgroups = false;
+    std::string coopmat_why_not;       // why not, for the log
     uint64_t max_buffer_size = 0;      // per-descriptor limit (maxStorageBufferRange); unused with
                                        // device addresses, reported for the record
     uint64_t max_allocation_size = 0;  // one vkAllocateMemory (maxMemoryAllocationSize)

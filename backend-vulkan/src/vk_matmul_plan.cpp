@@ -5,13 +5,17 @@
 #include <cstdlib>
 #include <string>
 
+#include "tandem/common/error.h"
+#include "tandem/common/log.h"
 #include "vk_backend.h"
+#include "vk_pipelines.h"
 
 namespace tandem::vk {
 
 namespace {
 constexpr int64_t kTiledMinTokens = 9;  // below this, matvec passes over the weights ceil(T/4)x
 constexpr uint32_t kTiledShared = 2 * 64 * 33 * 4;
+constexpr uint32_t kCoopmatShared = (128 + 64) * 9 * 16 + 8 * 256 * 4;  // matmul_coopmat.comp
 
 uint32_t matvec_shared_bytes(uint32_t wg, uint32_t rows, uint32_t tok, uint32_t gpt = 2) {
     return tok * (wg / rows) * gpt * 33 * 4 + tok * wg * 4;  // matvec.comp: xs, red
@@ -24,6 +28,9 @@ VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_
     if (tiled_ok_ && whole_groups && n_tok >= kTiledMinTokens &&
         pd_.max_workgroup_invocations >= 256 && pd_.max_shared_bytes >= kTiledShared) {
         plan.tiled = true;
+        // f16 rounding of the weights: not for f32 ones, nor bf16 (range beyond f16's).
+        plan.coopmat = coopmat_ok_ && pd_.coopmat_f16 && w.type != DType::F32 &&
+                       w.type != DType::BF16 && pd_.max_shared_bytes >= kCoopmatShared;
         return plan;
     }
     plan.wg = matvec_wg_;
@@ -43,6 +50,19 @@ VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_
     plan.subgroup_add =
         pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && tpr % pd_.subgroup_size == 0 ? 1u : 0u;
     return plan;
+}
+
+bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
+    if (!coopmat_ok_) return false;
+    try {
+        pipelines_->get("matmul_coopmat", {spec_type});
+        return true;
+    } catch (const Error& e) {
+        coopmat_ok_ = false;
+        info_.f16_prefill_matmul = false;
+        log_info(std::string("vulkan: prefill without cooperative matrices: ") + e.what());
+        return false;
+    }
 }
 
 // Chooses the matvec kernel and shape for the device and reads TANDEM_VK_MATVEC ("wg,rows" or
@@ -78,6 +98,8 @@ void VulkanBackend::read_tuning_env() {
         }
     }
     if (const char* t = std::getenv("TANDEM_VK_TILED")) tiled_ok_ = std::string(t) != "0";
+    if (const char* c = std::getenv("TANDEM_VK_COOPMAT")) coopmat_ok_ = std::string(c) != "0";
+    info_.f16_prefill_matmul = tiled_ok_ && coopmat_ok_ && pd_.coopmat_f16;
     if (const char* v = std::getenv("TANDEM_VK_Q8_ROWS")) {
         const int n = std::atoi(v);
         if (n == 1 || n == 2 || n == 4 || n == 8) q8_rows_ = uint32_t(n), q8_rows_set_ = true;

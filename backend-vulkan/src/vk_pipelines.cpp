@@ -58,12 +58,24 @@ VkPipeline Pipelines::get(const std::string& shader, const std::vector<uint32_t>
     ci.stage.module = module;
     ci.stage.pName = "main";
     ci.stage.pSpecializationInfo = spec.empty() ? nullptr : &si;
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT size{
+        VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT};
+    if (auto it = subgroup_size_.find(shader); it != subgroup_size_.end()) {
+        size.requiredSubgroupSize = it->second.first;
+        ci.stage.pNext = &size;
+        if (it->second.second)
+            ci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+    }
     ci.layout = layout_;
     VkPipeline p = VK_NULL_HANDLE;
     check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p),
           ("vkCreateComputePipelines(" + shader + ")").c_str());
     pipelines_[key] = p;
     return p;
+}
+
+void Pipelines::require_subgroup_size(const std::string& shader, uint32_t size, bool full) {
+    subgroup_size_[shader] = {size, full};
 }
 
 }  // namespace tandem::vk

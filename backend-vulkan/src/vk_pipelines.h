@@ -24,12 +24,16 @@ class Pipelines {
     // spec[i] is specialisation constant id i (uint32).
     VkPipeline get(const std::string& shader, const std::vector<uint32_t>& spec = {});
     VkPipelineLayout layout() const { return layout_; }
+    // Pipelines of `shader` made from now on run in subgroups of `size` (VK_EXT_subgroup_size_
+    // control, enabled at device creation), all of them full when `full` (computeFullSubgroups).
+    void require_subgroup_size(const std::string& shader, uint32_t size, bool full);
 
   private:
     VkDevice device_;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     std::map<std::string, VkShaderModule> modules_;
     std::map<std::pair<std::string, std::vector<uint32_t>>, VkPipeline> pipelines_;
+    std::map<std::string, std::pair<uint32_t, bool>> subgroup_size_;  // shader -> size, full
 };
 
 }  // namespace tandem::vk

@@ -508,8 +508,13 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                       u32(T),
                       weight_row_bytes(w),
                       bias.buffer >= 0 ? 1u : 0u};
-            const MatmulPlan plan = plan_matmul(w, T);
-            if (plan.tiled) {
+            MatmulPlan plan = plan_matmul(w, T);
+            if (plan.coopmat && !coopmat_pipeline_ok(shader_type(g, n.src[0])))
+                plan = plan_matmul(w, T);
+            if (plan.coopmat) {
+                dispatch("matmul_coopmat", {shader_type(g, n.src[0])}, &p, sizeof p,
+                         u32((w.ne[1] + 127) / 128), u32((T + 63) / 64), 1, {x}, {y});
+            } else if (plan.tiled) {
                 dispatch("matmul_tiled", {shader_type(g, n.src[0])}, &p, sizeof p,
                          u32((w.ne[1] + 63) / 64), u32((T + 63) / 64), 1, {x}, {y});
             } else {

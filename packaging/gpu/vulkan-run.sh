@@ -63,8 +63,10 @@ if [ "${VK_RUN_SKIP_TESTS:-0}" != 1 ]; then
 fi
 
 section "Benchmarks: synth $LIKE, pp512 / tg128"
-printf '\n| type | GiB | ours pp512 tok/s | ours tg128 tok/s | ours GB/s | copy GB/s | GB/s / copy | llama.cpp pp512 | llama.cpp tg128 | tg ours/llama.cpp |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|\n'
+# "pp512 f32 tiles": the prefill with cooperative matrices off (TANDEM_VK_COOPMAT=0), the
+# kernel devices without them run.
+printf '\n| type | GiB | ours pp512 tok/s | ours pp512 f32 tiles | ours tg128 tok/s | ours GB/s | copy GB/s | GB/s / copy | llama.cpp pp512 | llama.cpp tg128 | pp ours/llama.cpp | tg ours/llama.cpp |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
 llama_ts() {  # llama_ts CSV COLUMN: avg_ts of the first row whose COLUMN is > 0
   python3 -c 'import csv,sys
 for r in csv.DictReader(open(sys.argv[1])):
@@ -93,6 +95,9 @@ for q in $TYPES; do
   gib=$(awk -v b="$(stat -c %s "$f")" 'BEGIN{printf "%.2f", b/1073741824}')
   timeout 150 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan --ctx 1024 -p 512 -n 128 --json \
     > "$TMP/bench-$q.json" 2> "$TMP/bench-$q.err"
+  TANDEM_VK_COOPMAT=0 timeout 100 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan --ctx 1024 \
+    -p 512 -n 0 --json > "$TMP/bench-$q-f32tiles.json" 2>/dev/null
+  pp_f32=$(json_num prefill_tok_s "$TMP/bench-$q-f32tiles.json")
   pp=$(json_num prefill_tok_s "$TMP/bench-$q.json"); tg=$(json_num decode_tok_s "$TMP/bench-$q.json")
   gbs=$(json_num decode_gb_s "$TMP/bench-$q.json"); cbw=$(json_num copy_gb_s "$TMP/bench-$q.json")
   [ -n "$tg" ] || { status=1; tg=ERR; tail -3 "$TMP/bench-$q.err" | sed 's/^/    /' >&2; }
@@ -108,8 +113,9 @@ for q in $TYPES; do
     [ -n "$ltg" ] || { ltg=ERR; tail -3 "$TMP/llama-$q.err" | sed 's/^/    /' >&2; }
   fi
   rel=$(awk -v a="$tg" -v b="$ltg" 'BEGIN{ if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else print "-" }')
-  printf '| %s | %s | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n' "$q" "$gib" "${pp:-0}" "${tg//ERR/0}" \
-    "${gbs:-0}" "${cbw:-0}" "$ratio" "$lpp" "$ltg" "$rel"
+  prel=$(awk -v a="$pp" -v b="$lpp" 'BEGIN{ if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else print "-" }')
+  printf '| %s | %s | %.0f | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %s | %s |\n' "$q" "$gib" "${pp:-0}" \
+    "${pp_f32:-0}" "${tg//ERR/0}" "${gbs:-0}" "${cbw:-0}" "$ratio" "$lpp" "$ltg" "$prel" "$rel"
   if [ "${VK_RUN_PROFILE:-1}" = 1 ] && [ "$q" = "${TYPES%% *}" ]; then
     TANDEM_VK_PROFILE=1 timeout 120 "$B/env.sh" tandem-cli bench -m "$f" --backend vulkan --ctx 1024 \
       -p 512 -n 32 > /dev/null 2> "$TMP/profile-$q.txt"

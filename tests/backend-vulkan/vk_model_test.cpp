@@ -71,12 +71,21 @@ TEST(VulkanModelsHalf, F16AndBf16WeightsWithF16CacheMatchCpu) {
     for (DType t : {DType::F16, DType::BF16}) {
         auto model = engine::load_model(*tiny_gguf("gemma3-tiny", t));
         std::vector<float> lv, lc;
-        engine_on("vulkan", model, DType::F16)->decode(ref.prompt, lv, true);
+        auto vk = engine_on("vulkan", model, DType::F16);
+        vk->decode(ref.prompt, lv, true);
         engine_on("cpu", model, DType::F16)->decode(ref.prompt, lc, true);
         // An f16 cache rounds K/V once per position; a different summation order before the
         // rounding moves a value by one f16 ulp now and then. NVIDIA's driver measured 1.006e-4
         // (H200, 2026-11-21) and lavapipe ~9e-5, so 2e-4 (still 5x below f16's 1e-3 step).
-        EXPECT_LT(max_rel_row_error(lv, lc, model->hp.n_vocab), 2e-4) << dtype_name(t);
+        // A prefill on cooperative matrices rounds every f16 weight's product's activations
+        // to f16 too (2^-12 relative each, through every layer): 5e-3.
+        const bool f16_prefill =
+            t == DType::F16 && vk->backend().device().f16_prefill_matmul && ref.prompt.size() >= 9;
+        const double e = max_rel_row_error(lv, lc, model->hp.n_vocab);
+        std::printf("gemma3-tiny %s, f16 cache%s: vulkan vs cpu %.2e\n",
+                    std::string(dtype_name(t)).c_str(),
+                    f16_prefill ? ", prefill on cooperative matrices" : "", e);
+        EXPECT_LT(e, f16_prefill ? 5e-3 : 2e-4) << dtype_name(t);
     }
 }
 

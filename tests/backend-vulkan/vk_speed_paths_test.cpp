@@ -296,7 +296,9 @@ TEST(VulkanSpeedPaths, RepackedWeightsEveryKernel) {
             g.node(Op::GetRows, g.output(rows, c.n_in, 3),
                    {wt, g.input(ids.data(), 3, 1, DType::I32)});
             g.run(*vk);
-            EXPECT_LT(nmse(y, ref_matmul(w, x, c.T)), 1e-9)
+            // f16 products on cooperative matrices (ops_matmul_test.cpp's f16_prefill bound).
+            const bool f16 = vk->device().f16_prefill_matmul && c.T >= 9;
+            EXPECT_LT(nmse(y, ref_matmul(w, x, c.T)), f16 ? 1e-5 : 1e-9)
                 << c.matvec << " " << dtype_name(t) << " " << c.n_in << "x" << c.n_out
                 << " T=" << c.T;
             for (size_t r = 0; r < ids.size(); ++r)

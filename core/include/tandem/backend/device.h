@@ -18,6 +18,9 @@ struct DeviceInfo {
     uint64_t memory_total = 0;    // bytes usable for weights/KV/scratch
     uint64_t memory_free = 0;     // bytes free now (budget where the API reports one)
     bool unified_memory = false;  // device memory is host memory (APU, CPU)
+    // Prefill matmuls round activations and weights to f16 (tensor cores / cooperative
+    // matrices; the accumulation stays f32): errors of ~1e-7 NMSE rather than float rounding.
+    bool f16_prefill_matmul = false;
     std::string notes;  // e.g. "ROCm sees only the 512 MiB carve-out; raise ttm.pages_limit"
 };
 
