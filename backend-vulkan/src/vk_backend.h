@@ -172,9 +172,11 @@ class VulkanBackend final : public Backend {
     void drop_cached(CachedStep* c);
     void copy_outputs(const Graph& g, const StepIO& io);
     MatmulPlan plan_matmul(const WeightDesc& w, int64_t n_tok) const;
-    // Whether matmul_coopmat's pipeline for this weight type builds; the first failure (a
-    // driver refusing the rewritten SPIR-V) turns the cooperative-matrix prefill off, logged.
+    // Whether matmul_coopmat may run for this weight type: on first use the kernel is checked
+    // against the f32 tiles (coopmat_check), then its pipeline must build; a failure (a driver
+    // refusing or miscomputing the rewritten SPIR-V) turns the path off, logged.
     bool coopmat_pipeline_ok(uint32_t spec_type);
+    std::string coopmat_check();  // "" or why not (vk_coopmat_check.cpp)
     // Splits of the cached positions for split-K decode attention (attention_split.comp), or 0
     // for the one-pass kernel (prefill, odd head_dim, TANDEM_VK_SPLITK=0).
     uint32_t attention_splits(const Graph& g, const Node& n) const;
@@ -214,6 +216,7 @@ class VulkanBackend final : public Backend {
     // Prefill on cooperative matrices where the device has them (pd_.coopmat_f16);
     // TANDEM_VK_COOPMAT=0 turns it off (the f32 tiled kernel then).
     bool coopmat_ok_ = true;
+    bool coopmat_checked_ = false;
     // The int8-dot decode matvec: on where the device has integer dot products and subgroup
     // shuffles (the quantiser's 8-lane reductions); TANDEM_VK_Q8=0 turns it off. q8_rows_: rows
     // per 128-invocation workgroup (TANDEM_VK_Q8_ROWS, tuning). q8_share_: the workgroup's

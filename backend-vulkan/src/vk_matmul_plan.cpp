@@ -54,15 +54,23 @@ VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_
 
 bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
     if (!coopmat_ok_) return false;
-    try {
-        pipelines_->get("matmul_coopmat", {spec_type});
-        return true;
-    } catch (const Error& e) {
-        coopmat_ok_ = false;
-        info_.f16_prefill_matmul = false;
-        log_info(std::string("vulkan: prefill without cooperative matrices: ") + e.what());
-        return false;
+    std::string why;
+    if (!coopmat_checked_) {
+        coopmat_checked_ = true;
+        why = coopmat_check();
     }
+    if (why.empty()) {
+        try {
+            pipelines_->get("matmul_coopmat", {spec_type});
+        } catch (const Error& e) {
+            why = e.what();
+        }
+    }
+    if (why.empty()) return true;
+    coopmat_ok_ = false;
+    info_.f16_prefill_matmul = false;
+    log_info("vulkan: prefill without cooperative matrices (f32 tiles instead): " + why);
+    return false;
 }
 
 // Chooses the matvec kernel and shape for the device and reads TANDEM_VK_MATVEC ("wg,rows" or

@@ -309,6 +309,23 @@ TEST(VulkanSpeedPaths, RepackedWeightsEveryKernel) {
     }
 }
 
+// Where the device has the cooperative-matrix prefill, its first use checks it against the f32
+// tiles (vk_coopmat_check.cpp) and must keep it on: a check that misfired would turn the path
+// off silently (the op suite's bounds would then hold for the f32 tiles).
+TEST(VulkanSpeedPaths, CooperativeMatrixPrefillPassesItsCheck) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    if (!vk->device().f16_prefill_matmul)
+        GTEST_SKIP() << "no cooperative-matrix prefill on this device: " << vk->device().notes;
+    QuantWeight w(DType::Q4_0, {512, 200, 1}, 11);
+    auto x = random_floats(512 * 70, 12);
+    std::vector<float> y;
+    OpGraph g;
+    g.node(Op::MatMul, g.output(y, 200, 70), {g.weight(*vk, w), g.input(x.data(), 512, 70)});
+    g.run(*vk);
+    EXPECT_TRUE(vk->device().f16_prefill_matmul) << "the check turned the path off";
+    EXPECT_LT(nmse(y, ref_matmul(w, x, 70)), 1e-5);
+}
+
 // A Rope whose output the next node stores into the KV cache writes the cache rows itself (one
 // dispatch; fused_path_checks.h).
 TEST(VulkanSpeedPaths, RopeWritesTheKvCacheItself) {
