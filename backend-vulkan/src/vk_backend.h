@@ -29,6 +29,11 @@ inline constexpr uint32_t kAttnMergeMaxSplits = 32;
 struct StepParams {
     uint32_t n_past;  // position of the step's first token
 };
+// Push constants of the matmul kernels (matvec*.comp, matmul_tiled.comp, matmul_coopmat.comp).
+struct MatPush {
+    uint64_t w, x, y, bias;
+    uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
+};
 inline constexpr uint64_t kStepParamsBytes = 256;  // io slots start after them
 inline constexpr uint64_t kIoAlign = 256;          // io slots and rope tables start on it
 

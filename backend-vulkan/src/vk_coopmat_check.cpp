@@ -2,36 +2,31 @@
 // on the same device: a driver that builds the rewritten SPIR-V (tools/spirv_coopmat_rewrite.cpp)
 // but runs it wrongly would otherwise give a wrong prefill and no error. Only NVIDIA's driver
 // has run the kernel under the tests; RADV and others meet it first on users' machines.
-#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
+#include "tandem/common/dtype.h"
 #include "tandem/common/error.h"
-#include "tandem/common/log.h"
 #include "vk_backend.h"
 #include "vk_pipelines.h"
 
 namespace tandem::vk {
 
 namespace {
-constexpr uint32_t kTypeQ8_0 = 8;  // common.glsl's T_Q8_0: the file layout
 // Rows and tokens past a tile each (128 x 64 for the cooperative matrices, 64 x 64 for the
 // tiles), inputs past one 64-input step.
-constexpr uint32_t kIn = 288, kOut = 160, kTok = 70, kRowBytes = kIn / 32 * 34;
-
-struct CheckPush {  // matmul_tiled / matmul_coopmat push constants (vk_record_ops.cpp MatPush)
-    uint64_t w, x, y, bias;
-    uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
-};
+constexpr uint32_t kIn = 288, kOut = 160, kTok = 70;
 }  // namespace
 
 std::string VulkanBackend::coopmat_check() {
+    const uint32_t type = static_cast<uint32_t>(DType::Q8_0);  // the shaders' id: file layout
+    const auto row = static_cast<uint32_t>(row_bytes(DType::Q8_0, kIn));
     std::mt19937 rng(7);
     std::uniform_int_distribution<int> q(-127, 127);
     std::uniform_real_distribution<float> u(-1.f, 1.f);
     // [kOut, kIn] Q8_0 blocks: f16 scale 1/64 (0x2400), random quants.
-    std::vector<uint8_t> w(size_t(kOut) * kRowBytes);
+    std::vector<uint8_t> w(size_t(kOut) * row);
     for (size_t b = 0; b < w.size(); b += 34) {
         w[b] = 0x00, w[b + 1] = 0x24;
         for (int i = 0; i < 32; ++i) w[b + 2 + i] = uint8_t(int8_t(q(rng)));
@@ -61,12 +56,11 @@ std::string VulkanBackend::coopmat_check() {
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
         for (int k = 0; k < 2; ++k) {  // 0: cooperative matrices, 1: f32 tiles
-            const CheckPush p{wb.address, xb.address, yb.address + uint64_t(k) * y_bytes,
-                              wb.address, kIn,        kOut,
-                              kTok,       kRowBytes,  0};
-            vkCmdBindPipeline(
-                cb, VK_PIPELINE_BIND_POINT_COMPUTE,
-                pipelines_->get(k == 0 ? "matmul_coopmat" : "matmul_tiled", {kTypeQ8_0}));
+            const MatPush p{wb.address, xb.address, yb.address + uint64_t(k) * y_bytes,
+                            wb.address, kIn,        kOut,
+                            kTok,       row,        0};
+            vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE,
+                              pipelines_->get(k == 0 ? "matmul_coopmat" : "matmul_tiled", {type}));
             vkCmdPushConstants(cb, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof p,
                                &p);
             const uint32_t rows = k == 0 ? 128 : 64;

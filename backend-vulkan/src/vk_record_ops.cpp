@@ -41,10 +41,6 @@ struct RowsPush {
     uint64_t w, ids, y;
     uint32_t n_embd, row_bytes;
 };
-struct MatPush {
-    uint64_t w, x, y, bias;
-    uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
-};
 // matvec.comp with PARTS = 2, 3: the second and third matrices after MatPush's first (the
 // shader's block continues at offset 56, where C++ puts w1 after MatPush's tail padding).
 struct MatPartsPush {
