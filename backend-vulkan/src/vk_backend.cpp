@@ -63,7 +63,8 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     pipelines_ = std::make_unique<Pipelines>(ctx_->device());
     // matmul_coopmat.comp lays a tile out over 8 subgroups of 32.
     if (pd.coopmat_f16 && pd.subgroup_size_control)
-        pipelines_->require_subgroup_size("matmul_coopmat", 32, pd.full_subgroups);
+        for (const char* shader : {"matmul_coopmat", "attention_flash_coopmat"})
+            pipelines_->require_subgroup_size(shader, 32, pd.full_subgroups);
     VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     cai.commandPool = ctx_->command_pool();
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;

@@ -2,6 +2,7 @@
 // The Vulkan backend: weights, KV cache and scratch in device memory; a step graph is recorded
 // into one command buffer (barriers only where a node reads or overwrites what an earlier,
 // unbarriered node wrote) and submitted once; the host waits only for the step's outputs.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,15 @@ inline constexpr uint64_t kAttnTickets = 8192, kAttnTicketBytes = kAttnTickets *
 // Splits the last split workgroup merges at most (attention_split.comp's MAX_SPLIT); more go
 // through attention_combine.
 inline constexpr uint32_t kAttnMergeMaxSplits = 32;
+// Clusters of 8 lanes per attention_flash.comp workgroup; each takes flash_rows_per_cluster()
+// query rows (token, head of a GQA group): two, so each K / V load from shared memory serves two
+// rows, except at head_dim 256, where two rows' q and sums would not fit in registers.
+inline constexpr uint32_t kFlashClusters = 32;
+inline uint32_t flash_rows_per_cluster(int64_t head_dim) {
+    return head_dim <= 128 ? 2 : 1;
+}
+// The same for attention_flash_coopmat.comp.
+inline constexpr uint32_t kFlashCoopmatRows = 64;
 // The step parameters the shaders read (instead of push constants, so recorded commands stay
 // valid for every step): at byte 0 of the io buffer, written by the host before each submit.
 struct StepParams {
@@ -33,6 +43,12 @@ struct StepParams {
 struct MatPush {
     uint64_t w, x, y, bias;
     uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
+};
+// Push constants of attention.comp, attention_flash.comp and attention_flash_coopmat.comp.
+struct AttnPush {
+    uint64_t q, k, v, y, step;
+    uint32_t n_tok, n_head, n_kv_head, head_dim, window;
+    float scale, softcap;
 };
 inline constexpr uint64_t kStepParamsBytes = 256;  // io slots start after them
 inline constexpr uint64_t kIoAlign = 256;          // io slots and rope tables start on it
@@ -182,9 +198,18 @@ class VulkanBackend final : public Backend {
     // refusing or miscomputing the rewritten SPIR-V) turns the path off, logged.
     bool coopmat_pipeline_ok(uint32_t spec_type);
     std::string coopmat_check();  // "" or why not (vk_coopmat_check.cpp)
+    // The same for attention_flash_coopmat.comp at head_dim hd, against attention.comp.
+    std::string flash_coopmat_check(uint32_t hd);
+    // Runs record(cb, 0) and record(cb, 1) in a command buffer of their own, each writing n
+    // floats to out at n * 4 * k bytes, and returns the NMSE of the first against the second.
+    double nmse_of_two(const std::function<void(VkCommandBuffer, int)>& record, const Buffer& out,
+                       size_t n);
     // Splits of the cached positions for split-K decode attention (attention_split.comp), or 0
     // for the one-pass kernel (prefill, odd head_dim, TANDEM_VK_SPLITK=0).
     uint32_t attention_splits(const Graph& g, const Node& n) const;
+    uint32_t flash_attention_tile(const Graph& g, const Node& n) const;
+    bool flash_coopmat_fits(const Graph& g, const Node& n) const;
+    bool flash_attention_coopmat(const Graph& g, const Node& n);
     // Grows attn_part_ for the graph's split-K attention partials (before recording: a buffer
     // that moves invalidates recorded commands).
     void ensure_attention_partials(const Graph& g);
@@ -288,6 +313,11 @@ class VulkanBackend final : public Backend {
     // TANDEM_VK_ATTN_MERGE=0: split-K attention's splits merged by attention_combine, not by
     // the last split workgroup (A/B runs and the test holding the two together).
     bool merge_attention_ = true;
+    // Prefill attention: 0 one row a workgroup, 1 tiles (attention_flash.comp), 2 tiles on
+    // cooperative matrices where the device has them (TANDEM_VK_FLASH; default 2).
+    int flash_mode_ = 2;
+    bool flash_coopmat_ok_ = true;  // false once its check failed or its pipeline was refused
+    bool flash_coopmat_checked_ = false;
     std::vector<float> gather_;
     std::vector<size_t> gather_sizes_;
     std::vector<uint64_t> input_offset_, output_offset_;  // in io_, by slot

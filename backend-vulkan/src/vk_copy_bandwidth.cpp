@@ -143,6 +143,10 @@ std::string VulkanBackend::node_label(const Graph& g, const Node& n) const {
                            : " matvec");
     } else if (n.op == Op::Attention) {
         s += g.tensor(n.out).rows() == 1 ? " T=1" : " T>1";
+        if (attention_splits(g, n) == 0)
+            s += flash_coopmat_fits(g, n)          ? " flash coopmat"
+                 : flash_attention_tile(g, n) != 0 ? " flash"
+                                                   : "";
     }
     return s;
 }

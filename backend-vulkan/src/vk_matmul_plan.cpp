@@ -69,6 +69,7 @@ bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
     if (why.empty()) return true;
     coopmat_ok_ = false;
     info_.f16_prefill_matmul = false;
+    info_.f16_prefill_attention = false;
     log_info("vulkan: prefill without cooperative matrices (f32 tiles instead): " + why);
     return false;
 }
@@ -108,6 +109,9 @@ void VulkanBackend::read_tuning_env() {
     if (const char* t = std::getenv("TANDEM_VK_TILED")) tiled_ok_ = std::string(t) != "0";
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT")) coopmat_ok_ = std::string(c) != "0";
     info_.f16_prefill_matmul = tiled_ok_ && coopmat_ok_ && pd_.coopmat_f16;
+    if (const char* f = std::getenv("TANDEM_VK_FLASH"); f && *f)
+        flash_mode_ = std::clamp(std::atoi(f), 0, 2);
+    info_.f16_prefill_attention = flash_mode_ == 2 && coopmat_ok_ && pd_.coopmat_f16;
     if (const char* v = std::getenv("TANDEM_VK_Q8_ROWS")) {
         const int n = std::atoi(v);
         if (n == 1 || n == 2 || n == 4 || n == 8) q8_rows_ = uint32_t(n), q8_rows_set_ = true;

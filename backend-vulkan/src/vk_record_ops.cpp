@@ -5,6 +5,7 @@
 
 #include "tandem/backend/collective.h"
 #include "tandem/common/error.h"
+#include "tandem/common/log.h"
 #include "vk_backend.h"
 #include "vk_grid.h"
 
@@ -60,11 +61,6 @@ static_assert(offsetof(RopePush, cache) == 80 && sizeof(RopePush) <= kPushConsta
 struct KvPush {
     uint64_t x, cache, step;
     uint32_t n, width;
-};
-struct AttnPush {
-    uint64_t q, k, v, y, step;
-    uint32_t n_tok, n_head, n_kv_head, head_dim, window;
-    float scale, softcap;
 };
 struct SplitAttnPush {
     uint64_t q, k, v, part, step;
@@ -125,6 +121,57 @@ uint32_t VulkanBackend::attention_splits(const Graph& g, const Node& n) const {
     const int64_t n_ctx = g.tensor(n.src[1]).rows();
     const int64_t by_gpu = std::max<int64_t>(1, 256 / (n_kv * blocks * T));
     return static_cast<uint32_t>(std::clamp<int64_t>(std::min(by_gpu, (n_ctx + 15) / 16), 1, 64));
+}
+
+// attention_flash.comp: 32 clusters of 8 lanes a workgroup of 256 (head_dim % 32 == 0), each
+// with flash_rows_per_cluster() query rows; K and V tiles of BC positions in shared memory as
+// f32, 32 where 2 x 32 x head_dim floats fit, else 16. 0: the one-row-per-workgroup
+// attention.comp.
+uint32_t VulkanBackend::flash_attention_tile(const Graph& g, const Node& n) const {
+    const int64_t T = g.tensor(n.out).rows(), n_head = n.i[0], n_kv = n.i[1], hd = n.i[2];
+    const bool clusters =
+        pd_.subgroup_shuffle && pd_.subgroup_size >= 8 && pd_.subgroup_size % 8 == 0;
+    if (flash_mode_ == 0 || !clusters || pd_.max_workgroup_invocations < 256 || hd % 32 != 0 ||
+        hd > 256 || n_kv <= 0 || n_head % n_kv != 0 ||
+        (T * (n_head / n_kv) + kFlashClusters - 1) / kFlashClusters > 65535)
+        return 0;
+    for (const uint32_t bc : {32u, 16u})
+        if (2 * uint64_t(bc) * uint64_t(hd) * sizeof(float) <= pd_.max_shared_bytes) return bc;
+    return 0;
+}
+
+// attention_flash_coopmat.comp: 64 query rows a workgroup (4 subgroups of 32 with 16 rows each),
+// f16 cache, head_dim % 16 == 0 up to 128 (its registers hold q and the output as head_dim / 16
+// fragments each), where the device has the prefill matmul's cooperative matrices.
+bool VulkanBackend::flash_coopmat_fits(const Graph& g, const Node& n) const {
+    const int64_t T = g.tensor(n.out).rows(), n_head = n.i[0], n_kv = n.i[1], hd = n.i[2];
+    return flash_mode_ == 2 && flash_coopmat_ok_ && coopmat_ok_ && pd_.coopmat_f16 &&
+           g.tensor(n.src[1]).type == DType::F16 && g.tensor(n.src[2]).type == DType::F16 &&
+           hd % 16 == 0 && hd <= 128 && n_kv > 0 && n_head % n_kv == 0 &&
+           (T * (n_head / n_kv) + kFlashCoopmatRows - 1) / kFlashCoopmatRows <= 65535;
+}
+
+// flash_coopmat_fits(), its check on first use passed and its pipeline built; else the path goes
+// off with a log line (attention_flash.comp instead).
+bool VulkanBackend::flash_attention_coopmat(const Graph& g, const Node& n) {
+    if (!flash_coopmat_fits(g, n)) return false;
+    std::string why;
+    if (!flash_coopmat_checked_) {
+        flash_coopmat_checked_ = true;
+        why = flash_coopmat_check(u32(n.i[2]));
+    }
+    if (why.empty()) {
+        try {
+            pipelines_->get("attention_flash_coopmat", {u32(n.i[2] / 16)});
+        } catch (const Error& e) {
+            why = e.what();
+        }
+    }
+    if (why.empty()) return true;
+    flash_coopmat_ok_ = false;
+    info_.f16_prefill_attention = false;
+    log_info("vulkan: prefill attention without cooperative matrices: " + why);
+    return false;
 }
 
 void VulkanBackend::ensure_attention_partials(const Graph& g) {
@@ -418,6 +465,20 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
     }
     AttnPush p{a.address,   k.address,   v.address,   y.address,   io_.address, u32(out.rows()),
                u32(n.i[0]), u32(n.i[1]), u32(n.i[2]), u32(n.i[3]), n.f[0],      n.f[1]};
+    if (flash_attention_coopmat(g, n)) {
+        const uint64_t rows = uint64_t(out.rows()) * uint64_t(n.i[0] / n.i[1]);
+        dispatch("attention_flash_coopmat", {u32(n.i[2] / 16)}, &p, sizeof p,
+                 u32((rows + kFlashCoopmatRows - 1) / kFlashCoopmatRows), u32(n.i[1]), 1, {a, k, v},
+                 {y});
+        return false;
+    }
+    if (const uint32_t bc = flash_attention_tile(g, n)) {
+        const uint64_t rows = uint64_t(out.rows()) * uint64_t(n.i[0] / n.i[1]);
+        const uint32_t r = flash_rows_per_cluster(n.i[2]), wg_rows = kFlashClusters * r;
+        dispatch("attention_flash", {kv_f16, u32(n.i[2] / 8), bc, r}, &p, sizeof p,
+                 u32((rows + wg_rows - 1) / wg_rows), u32(n.i[1]), 1, {a, k, v}, {y});
+        return false;
+    }
     dispatch("attention", {kv_f16}, &p, sizeof p, split_x(heads), split_z(heads), 1, {a, k, v},
              {y});
     return false;

@@ -113,11 +113,13 @@ std::vector<float> run_decode(Backend& b, const DecodeCase& c) {
     return all;
 }
 
-void expect_decode_matches(const DecodeCase& c, Backend& vk) {
+// bound: the NMSE allowed (0: 1e-9 with an f16 cache, 1e-10 with f32).
+void expect_decode_matches(const DecodeCase& c, Backend& vk, double bound = 0) {
     auto cpu = make_backend("cpu", 2);
     auto v = run_decode(vk, c), r = run_decode(*cpu, c);
     ASSERT_EQ(v.size(), r.size());
-    EXPECT_LT(nmse(v, as_double(r)), c.kv_type == DType::F16 ? 1e-9 : 1e-10)
+    if (bound == 0) bound = c.kv_type == DType::F16 ? 1e-9 : 1e-10;
+    EXPECT_LT(nmse(v, as_double(r)), bound)
         << "heads " << c.n_head << "/" << c.n_kv_head << " hd " << c.head_dim << " window "
         << c.window << " softcap " << c.softcap << " prefix " << c.prefix << " T " << c.T;
 }
@@ -165,6 +167,48 @@ TEST(VulkanSpeedPaths, SplitKAttentionFewLongSplits) {
             SCOPED_TRACE(std::string("TANDEM_VK_SPLITK=") + splits);
             expect_decode_matches(c, *vk);
         }
+    }
+}
+
+// Prefill chunks (more tokens than split-K takes) replayed while n_past moves, against the CPU
+// backend: on attention_flash_coopmat.comp where the device has cooperative matrices
+// (TANDEM_VK_FLASH unset), on attention_flash.comp (=1) and on the one-row-per-workgroup kernel
+// (=0). The profile's label says which kernel ran.
+TEST(VulkanSpeedPaths, FlashAttentionPrefillChunks) {
+    const DecodeCase cases[] = {
+        {32, 8, 128, 0, 0, DType::F16, 40, 3, 37},     // Llama-shaped, 5 row tiles a KV head
+        {28, 4, 128, 0, 0, DType::F16, 0, 2, 20},      // Qwen2's GQA 7:1, no prefix
+        {8, 4, 256, 24, 50.0f, DType::F32, 9, 3, 9},   // Gemma-like: hd 256, window, softcap
+        {4, 4, 64, 0, 0, DType::F32, 130, 2, 16},      // MHA, positions over many tiles
+        {6, 2, 64, 19, 30.0f, DType::F16, 70, 2, 50},  // window inside the tiles, softcap
+        {4, 1, 48, 0, 0, DType::F16, 33, 2, 24},       // head_dim 48: cooperative matrices only
+    };
+    for (const char* mode : {"", "1", "0"}) {
+        ScopedEnv env("TANDEM_VK_FLASH", mode);
+        ScopedEnv prof("TANDEM_VK_PROFILE", "1");
+        TANDEM_VULKAN_OR_SKIP(vk);
+        const bool coopmat = vk->device().f16_prefill_attention;
+        EXPECT_TRUE(!coopmat || std::string(mode).empty()) << "TANDEM_VK_FLASH=" << mode;
+        testing::internal::CaptureStderr();
+        for (const DecodeCase& c : cases) {
+            SCOPED_TRACE(std::string("TANDEM_VK_FLASH=") + mode);
+            // q and the softmax weights in f16 on cooperative matrices
+            const bool f16 = coopmat && c.kv_type == DType::F16 && c.head_dim <= 128;
+            expect_decode_matches(c, *vk, f16 ? 1e-5 : 0);
+        }
+        vk.reset();  // the profile is printed when the backend goes
+        const std::string err = testing::internal::GetCapturedStderr();
+        if (err.find("no timestamps") != std::string::npos) continue;
+        // Every device we run has subgroups of 8 or more (lavapipe on AVX2: 8).
+        const std::string m(mode);
+        // The f32 caches take attention_flash.comp unless it is off; head_dim 48 has no f32
+        // tiles, so it runs one row a workgroup unless cooperative matrices take it.
+        EXPECT_EQ(err.find("| attention T>1 flash |") != std::string::npos, m != "0") << err;
+        EXPECT_EQ(err.find("| attention T>1 flash coopmat |") != std::string::npos,
+                  m.empty() && coopmat)
+            << err;
+        EXPECT_EQ(err.find("| attention T>1 |") != std::string::npos, !m.empty() || !coopmat)
+            << err;
     }
 }
 

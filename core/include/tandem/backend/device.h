@@ -21,6 +21,8 @@ struct DeviceInfo {
     // Prefill matmuls round activations and weights to f16 (tensor cores / cooperative
     // matrices; the accumulation stays f32): errors of ~1e-7 NMSE rather than float rounding.
     bool f16_prefill_matmul = false;
+    // Prefill attention rounds q and the softmax weights to f16 the same way (f16 KV cache).
+    bool f16_prefill_attention = false;
     std::string notes;  // e.g. "ROCm sees only the 512 MiB carve-out; raise ttm.pages_limit"
 };
 
