@@ -10,7 +10,10 @@
 // - an RMSNorm feeding a matmul leaving the q8 activations itself (the same as quantising its
 //   output);
 // - the vectorised RMSNorm on model-sized rows (all in registers, longer rows re-read, per-head
-//   groups) against a double formula.
+//   groups) against a double formula;
+// - prefill attention in chunks replayed while n_past moves, on the tiled flash kernel and with
+//   TANDEM_HIP_FLASH=0 on the one-block-per-(token, head) kernel, against a double reference
+//   and the CPU backend.
 // The GPU cases skip without a HIP device; the item code of the q8 matvec (hip_q8_dot.h) also
 // runs on the host here, against the same reference, so index slips show up without a GPU.
 #include <gtest/gtest.h>
@@ -320,6 +323,102 @@ TEST(HipSpeedPaths, QkvRopesAndStoresItself) {
 TEST(HipSpeedPaths, AttentionQuantisesForTheMatmulAfterIt) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_attention_quantises_for_the_matmul_after_it(*hip, hip::kQ8LayoutGroup);
+}
+
+// A prefill run in chunks of `chunk` tokens after c.n_past stored ones (c.T tokens in all, a
+// multiple of chunk): the prefix stored by a graph of its own, then one KV store + attention graph
+// built once and run for every chunk, so the HIP backend captures it at the second chunk and
+// replays it from the third while n_past moves (the inputs' host pointers change per chunk, as
+// the engine's may). The chunks' outputs, concatenated, are the attention of the c.T tokens.
+std::vector<float> run_prefill_chunks(Backend& b, const AttnCase& c, const AttnData& d,
+                                      int64_t chunk) {
+    const int64_t hd = c.head_dim, kvw = c.n_kv_head * hd, qw = c.n_head * hd;
+    const int64_t n_ctx = c.n_past + c.T + 3;
+    b.allocate_kv({KvDesc{c.kv_type, kvw, n_ctx}, KvDesc{c.kv_type, kvw, n_ctx}});
+    if (c.n_past > 0) {
+        OpGraph g;
+        TensorId kc = g.g.kv(0, "k", c.kv_type, kvw, n_ctx),
+                 vc = g.g.kv(1, "v", c.kv_type, kvw, n_ctx);
+        g.node(Op::KvStore, kc, {g.input(d.k_all.data(), kvw, c.n_past), kc});
+        g.node(Op::KvStore, vc, {g.input(d.v_all.data(), kvw, c.n_past), vc});
+        g.run(b);
+    }
+    OpGraph step;
+    std::vector<float> out, all;
+    TensorId kin = step.input(d.k_all.data(), kvw, chunk);
+    TensorId vin = step.input(d.v_all.data(), kvw, chunk);
+    TensorId qin = step.input(d.q.data(), qw, chunk);
+    TensorId kc = step.g.kv(0, "k", c.kv_type, kvw, n_ctx),
+             vc = step.g.kv(1, "v", c.kv_type, kvw, n_ctx);
+    step.node(Op::KvStore, kc, {kin, kc});
+    step.node(Op::KvStore, vc, {vin, vc});
+    step.node(Op::Attention, step.output(out, qw, chunk), {qin, kc, vc},
+              {int32_t(c.n_head), int32_t(c.n_kv_head), int32_t(hd), int32_t(c.window)},
+              {0.125f, c.softcap});
+    step.g.validate();
+    b.reserve_scratch(step.g.plan_scratch());
+    for (int64_t t0 = 0; t0 < c.T; t0 += chunk) {
+        const int64_t n_past = c.n_past + t0;
+        step.io.n_past = static_cast<int32_t>(n_past);
+        step.io.inputs[0] = d.k_all.data() + n_past * kvw;
+        step.io.inputs[1] = d.v_all.data() + n_past * kvw;
+        step.io.inputs[2] = d.q.data() + t0 * qw;
+        b.compute(step.g, step.io);
+        all.insert(all.end(), out.begin(), out.end());
+    }
+    return all;
+}
+
+// Prefill chunks of 20-70 tokens (more than the split decode path takes) on k_attention_flash
+// (32 query rows of a KV head a block, K/V tiles of 32 positions, 16 at head_dim 256), then the
+// same steps on the one-block-per-(token, head) k_attention (TANDEM_HIP_FLASH=0, read at every
+// launch; a fresh backend, so no step graph captured with the other kernel replays), both against
+// the double reference and the CPU backend with the op suite's bounds. Rows over several blocks
+// (the last one part empty), GQA groups that do not divide 32 (3, 7), head_dim 256, a window
+// shorter than a chunk, softcap, no prefix; head_dim 96 runs k_attention either way.
+TEST(HipSpeedPaths, FlashAttentionPrefillChunks) {
+    struct Case {
+        AttnCase c;  // c.T: all the chunks' tokens
+        int64_t chunk;
+    };
+    const Case cases[] = {
+        {{32, 8, 128, 0, 0, DType::F16, 40, 3 * 37}, 37},     // Llama-shaped: 5 blocks a KV head
+        {{28, 4, 128, 0, 0, DType::F16, 0, 3 * 20}, 20},      // Qwen2's GQA 7:1, no prefix
+        {{8, 4, 256, 24, 50.0f, DType::F32, 9, 3 * 33}, 33},  // hd 256, window, softcap
+        {{4, 4, 64, 0, 0, DType::F32, 130, 3 * 70}, 70},      // MHA, positions over many tiles
+        {{12, 4, 64, 40, 0, DType::F16, 61, 3 * 45}, 45},     // GQA 3:1, window < chunk
+        {{6, 2, 96, 0, 30.0f, DType::F32, 10, 3 * 24}, 24},   // hd 96: k_attention
+    };
+    struct Unset {  // on every way out of the test, a failed assertion or the skip included
+        ~Unset() { ::unsetenv("TANDEM_HIP_FLASH"); }
+    } unset;
+    for (const char* flash : {"", "0"}) {
+        if (flash[0]) ::setenv("TANDEM_HIP_FLASH", flash, 1);
+        auto hip = hip_backend();
+        if (!hip)
+            GTEST_SKIP()
+                << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
+        auto cpu = make_backend("cpu", 2);
+        for (const Case& k : cases) {
+            const AttnCase& c = k.c;
+            const AttnData d(c);
+            const auto out = run_prefill_chunks(*hip, c, d, k.chunk);
+            const auto ref_cpu = run_prefill_chunks(*cpu, c, d, k.chunk);
+            const std::string what =
+                std::string(flash[0] ? "TANDEM_HIP_FLASH=0 " : "flash ") +
+                std::string(dtype_name(c.kv_type)) + " heads " + std::to_string(c.n_head) + "/" +
+                std::to_string(c.n_kv_head) + " hd " + std::to_string(c.head_dim) + " window " +
+                std::to_string(c.window) + (c.softcap > 0 ? " softcap" : "") + " past " +
+                std::to_string(c.n_past) + " T=" + std::to_string(c.T / k.chunk) + "x" +
+                std::to_string(k.chunk);
+            ASSERT_EQ(out.size(), ref_cpu.size()) << what;
+            EXPECT_LT(reported_nmse(what + " vs f64", out, ref_attention(c, d)), 1e-10) << what;
+            // The CPU's f16 dot may round q to f16: the op suite's bound for an f16 cache.
+            EXPECT_LT(reported_nmse(what + " vs cpu", out, as_double(ref_cpu)),
+                      c.kv_type == DType::F32 ? 1e-10 : 1e-5)
+                << what;
+        }
+    }
 }
 
 TEST(HipSpeedPaths, AddThenRmsNormFused) {
