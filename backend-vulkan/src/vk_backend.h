@@ -330,6 +330,13 @@ class VulkanBackend final : public Backend {
         int pos_slot;
         double scale;
         std::vector<double> inv;  // [half]: base^(-2i / n_rot) / factor_i, computed once
+        // [half]: cos / sin of scale * inv[i], the angle one position adds
+        std::vector<double> step_cos, step_sin;
+        // The last position filled (-1: none yet), its cos / sin and how many positions were
+        // stepped to since libm gave them: the next step (a decode's one position) goes on from
+        // there.
+        int64_t last_pos = -1, stepped = 0;
+        std::vector<double> cos_last, sin_last;
     };
     std::vector<RopeFill> rope_fills_;
     // What rope_table_ and rope_fills_ were placed for (place_rope_tables does it again only

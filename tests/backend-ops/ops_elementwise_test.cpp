@@ -1,6 +1,7 @@
 // Row and element ops on every backend (get_rows of every weight type, RMSNorm over rows and
 // heads, add/mul/scale/softcap/gated activations/copy, RoPE, take_rows) against naive
 // double-precision references and (GPU backends) the CPU backend.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -157,8 +158,12 @@ TEST_P(ElementOps, RopeNormalNeoxAndFactors) {
                           Case{128, 64, 3, RopeMode::Neox, true, 10000.0f, 1.0f},
                           Case{32, 16, 3, RopeMode::Normal, false, 500000.0f, 0.5f},
                           Case{64, 32, 3, RopeMode::Neox, true, 10000.0f, 0.5f}}) {
-        for (const std::vector<int32_t>& pos :
-             {std::vector<int32_t>{0, 1, 7, 17, 300, 4095}, std::vector<int32_t>{1000, 32767}}) {
+        // A prefill's run of consecutive positions past Vulkan's re-anchoring (64), then jumps.
+        std::vector<int32_t> run(150);
+        for (int32_t i = 0; i < 150; ++i) run[size_t(i)] = 4000 + i;
+        run.insert(run.end(), {9000, 9001, 9002, 20});
+        for (const std::vector<int32_t>& pos : {std::vector<int32_t>{0, 1, 7, 17, 300, 4095},
+                                                std::vector<int32_t>{1000, 32767}, run}) {
             const int64_t T = int64_t(pos.size()), width = c.head_dim * c.n_head;
             auto x = random_floats(size_t(T * width), 8);
             // Frequency factors >= 1 (as Llama 3's long-context models have), an f32 weight.
@@ -180,7 +185,8 @@ TEST_P(ElementOps, RopeNormalNeoxAndFactors) {
                   std::string(c.mode == RopeMode::Neox ? "neox" : "normal") + " hd " +
                       std::to_string(c.head_dim) + " n_rot " + std::to_string(c.n_rot) +
                       (c.factors ? " factors" : "") + " base " + std::to_string(int(c.base)) +
-                      " pos<=" + std::to_string(pos.back()),
+                      " pos<=" + std::to_string(*std::max_element(pos.begin(), pos.end())) +
+                      " T=" + std::to_string(T),
                   run_graph(*be, build),
                   ref_rope(x, pos, c.head_dim, c.n_rot, c.n_head, c.mode, c.base, c.scale,
                            c.factors ? &ff.values : nullptr),
