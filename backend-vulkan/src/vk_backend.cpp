@@ -56,12 +56,11 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     repack_weights_ = info_.type == DeviceType::DiscreteGpu;
     if (const char* rp = std::getenv("TANDEM_VK_REPACK")) repack_weights_ = std::string(rp) == "1";
     // The q8 quantiser reduces over 8 consecutive lanes with subgroup shuffles.
-    q8_ = pd.shader_int8_dot && pd.subgroup_shuffle && pd.subgroup_size >= 8 &&
-          pd.subgroup_size % 8 == 0;
+    q8_ = pd.shader_int8_dot && clusters_of_8(pd);
     if (const char* q = std::getenv("TANDEM_VK_Q8")) q8_ = q8_ && std::string(q) != "0";
     ctx_ = std::make_unique<Context>(pd);
     pipelines_ = std::make_unique<Pipelines>(ctx_->device());
-    // matmul_coopmat.comp lays a tile out over 8 subgroups of 32.
+    // The cooperative-matrix kernels lay their tiles out over subgroups of 32.
     if (pd.coopmat_f16 && pd.subgroup_size_control)
         for (const char* shader : {"matmul_coopmat", "attention_flash_coopmat"})
             pipelines_->require_subgroup_size(shader, 32, pd.full_subgroups);

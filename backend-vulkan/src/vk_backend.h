@@ -197,6 +197,11 @@ class VulkanBackend final : public Backend {
     // against the f32 tiles (coopmat_check), then its pipeline must build; a failure (a driver
     // refusing or miscomputing the rewritten SPIR-V) turns the path off, logged.
     bool coopmat_pipeline_ok(uint32_t spec_type);
+    // "" when `shader`'s pipeline with `spec` builds, after `check` ran once (its first call,
+    // tracked by `checked`) and found nothing; else why not. The cooperative-matrix kernels'
+    // gate (the matmul and the prefill attention).
+    std::string first_use_why_not(bool& checked, const std::function<std::string()>& check,
+                                  const char* shader, const std::vector<uint32_t>& spec);
     std::string coopmat_check();  // "" or why not (vk_coopmat_check.cpp)
     // The same for attention_flash_coopmat.comp at head_dim hd, against attention.comp.
     std::string flash_coopmat_check(uint32_t hd);
@@ -207,6 +212,17 @@ class VulkanBackend final : public Backend {
     // Splits of the cached positions for split-K decode attention (attention_split.comp), or 0
     // for the one-pass kernel (prefill, odd head_dim, TANDEM_VK_SPLITK=0).
     uint32_t attention_splits(const Graph& g, const Node& n) const;
+    // Subgroup shuffles over clusters of 8 consecutive lanes (the q8 quantiser, split-K and
+    // tiled attention): a subgroup size that 8 divides.
+    static bool clusters_of_8(const PhysicalDevice& pd) {
+        return pd.subgroup_shuffle && pd.subgroup_size >= 8 && pd.subgroup_size % 8 == 0;
+    }
+    // Workgroups of `rows` query rows (token, head of a GQA group) per KV head that an
+    // Attention node's prefill takes.
+    static uint64_t attention_row_tiles(const Graph& g, const Node& n, uint32_t rows) {
+        const uint64_t all = uint64_t(g.tensor(n.out).rows()) * uint64_t(n.i[0] / n.i[1]);
+        return (all + rows - 1) / rows;
+    }
     uint32_t flash_attention_tile(const Graph& g, const Node& n) const;
     bool flash_coopmat_fits(const Graph& g, const Node& n) const;
     bool flash_attention_coopmat(const Graph& g, const Node& n);

@@ -55,8 +55,8 @@ Context::Context(const PhysicalDevice& pd) : pd_(pd) {
         idot.shaderIntegerDotProduct = VK_TRUE;
         want12.pNext = &idot;
     }
-    // The prefill matmul on cooperative matrices (matmul_coopmat.comp): its SPIR-V declares
-    // the Vulkan memory model.
+    // The cooperative-matrix kernels (matmul_coopmat.comp, attention_flash_coopmat.comp):
+    // their SPIR-V declares the Vulkan memory model.
     CoopMatFeatures coopmat;
     if (pd.coopmat_f16) {
         exts.push_back(kCoopMatExtension);
@@ -66,7 +66,7 @@ Context::Context(const PhysicalDevice& pd) : pd_(pd) {
         want12.vulkanMemoryModel = VK_TRUE;
         want12.vulkanMemoryModelDeviceScope = have12.vulkanMemoryModelDeviceScope;
     }
-    // Its pipeline asks for subgroups of 32 where the device can be asked.
+    // Their pipelines ask for subgroups of 32 where the device can be asked.
     VkPhysicalDeviceSubgroupSizeControlFeaturesEXT size_control{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
     if (pd.coopmat_f16 && pd.subgroup_size_control) {

@@ -52,20 +52,26 @@ VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_
     return plan;
 }
 
+std::string VulkanBackend::first_use_why_not(bool& checked,
+                                             const std::function<std::string()>& check,
+                                             const char* shader,
+                                             const std::vector<uint32_t>& spec) {
+    if (!checked) {
+        checked = true;
+        if (std::string why = check(); !why.empty()) return why;
+    }
+    try {
+        pipelines_->get(shader, spec);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
 bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
     if (!coopmat_ok_) return false;
-    std::string why;
-    if (!coopmat_checked_) {
-        coopmat_checked_ = true;
-        why = coopmat_check();
-    }
-    if (why.empty()) {
-        try {
-            pipelines_->get("matmul_coopmat", {spec_type});
-        } catch (const Error& e) {
-            why = e.what();
-        }
-    }
+    const std::string why = first_use_why_not(coopmat_checked_, [this] { return coopmat_check(); },
+                                              "matmul_coopmat", {spec_type});
     if (why.empty()) return true;
     coopmat_ok_ = false;
     info_.f16_prefill_matmul = false;

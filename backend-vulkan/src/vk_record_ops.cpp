@@ -111,10 +111,8 @@ uint32_t split_heads(int64_t group, int64_t head_dim) {
 // shuffles over clusters of 8 lanes.
 uint32_t VulkanBackend::attention_splits(const Graph& g, const Node& n) const {
     const int64_t T = g.tensor(n.out).rows(), n_head = n.i[0], n_kv = n.i[1], hd = n.i[2];
-    const bool clusters =
-        pd_.subgroup_shuffle && pd_.subgroup_size >= 8 && pd_.subgroup_size % 8 == 0;
-    if (splitk_force_ == 0 || !clusters || T > 4 || hd % 16 != 0 || hd > 256 || n_kv <= 0 ||
-        n_head % n_kv != 0)
+    if (splitk_force_ == 0 || !clusters_of_8(pd_) || T > 4 || hd % 16 != 0 || hd > 256 ||
+        n_kv <= 0 || n_head % n_kv != 0)
         return 0;
     if (splitk_force_ > 0) return static_cast<uint32_t>(std::min(splitk_force_, 256));
     const int64_t hb = split_heads(n_head / n_kv, hd), blocks = (n_head / n_kv + hb - 1) / hb;
@@ -128,12 +126,10 @@ uint32_t VulkanBackend::attention_splits(const Graph& g, const Node& n) const {
 // f32, 32 where 2 x 32 x head_dim floats fit, else 16. 0: the one-row-per-workgroup
 // attention.comp.
 uint32_t VulkanBackend::flash_attention_tile(const Graph& g, const Node& n) const {
-    const int64_t T = g.tensor(n.out).rows(), n_head = n.i[0], n_kv = n.i[1], hd = n.i[2];
-    const bool clusters =
-        pd_.subgroup_shuffle && pd_.subgroup_size >= 8 && pd_.subgroup_size % 8 == 0;
-    if (flash_mode_ == 0 || !clusters || pd_.max_workgroup_invocations < 256 || hd % 32 != 0 ||
-        hd > 256 || n_kv <= 0 || n_head % n_kv != 0 ||
-        (T * (n_head / n_kv) + kFlashClusters - 1) / kFlashClusters > 65535)
+    const int64_t n_head = n.i[0], n_kv = n.i[1], hd = n.i[2];
+    if (flash_mode_ == 0 || !clusters_of_8(pd_) || pd_.max_workgroup_invocations < 256 ||
+        hd % 32 != 0 || hd > 256 || n_kv <= 0 || n_head % n_kv != 0 ||
+        attention_row_tiles(g, n, kFlashClusters) > 65535)
         return 0;
     for (const uint32_t bc : {32u, 16u})
         if (2 * uint64_t(bc) * uint64_t(hd) * sizeof(float) <= pd_.max_shared_bytes) return bc;
@@ -144,29 +140,21 @@ uint32_t VulkanBackend::flash_attention_tile(const Graph& g, const Node& n) cons
 // f16 cache, head_dim % 16 == 0 up to 128 (its registers hold q and the output as head_dim / 16
 // fragments each), where the device has the prefill matmul's cooperative matrices.
 bool VulkanBackend::flash_coopmat_fits(const Graph& g, const Node& n) const {
-    const int64_t T = g.tensor(n.out).rows(), n_head = n.i[0], n_kv = n.i[1], hd = n.i[2];
+    const int64_t n_head = n.i[0], n_kv = n.i[1], hd = n.i[2];
     return flash_mode_ == 2 && flash_coopmat_ok_ && coopmat_ok_ && pd_.coopmat_f16 &&
            g.tensor(n.src[1]).type == DType::F16 && g.tensor(n.src[2]).type == DType::F16 &&
            hd % 16 == 0 && hd <= 128 && n_kv > 0 && n_head % n_kv == 0 &&
-           (T * (n_head / n_kv) + kFlashCoopmatRows - 1) / kFlashCoopmatRows <= 65535;
+           attention_row_tiles(g, n, kFlashCoopmatRows) <= 65535;
 }
 
 // flash_coopmat_fits(), its check on first use passed and its pipeline built; else the path goes
 // off with a log line (attention_flash.comp instead).
 bool VulkanBackend::flash_attention_coopmat(const Graph& g, const Node& n) {
     if (!flash_coopmat_fits(g, n)) return false;
-    std::string why;
-    if (!flash_coopmat_checked_) {
-        flash_coopmat_checked_ = true;
-        why = flash_coopmat_check(u32(n.i[2]));
-    }
-    if (why.empty()) {
-        try {
-            pipelines_->get("attention_flash_coopmat", {u32(n.i[2] / 16)});
-        } catch (const Error& e) {
-            why = e.what();
-        }
-    }
+    const uint32_t hd = u32(n.i[2]);
+    const std::string why =
+        first_use_why_not(flash_coopmat_checked_, [this, hd] { return flash_coopmat_check(hd); },
+                          "attention_flash_coopmat", {hd / 16});
     if (why.empty()) return true;
     flash_coopmat_ok_ = false;
     info_.f16_prefill_attention = false;
@@ -466,17 +454,15 @@ bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
     AttnPush p{a.address,   k.address,   v.address,   y.address,   io_.address, u32(out.rows()),
                u32(n.i[0]), u32(n.i[1]), u32(n.i[2]), u32(n.i[3]), n.f[0],      n.f[1]};
     if (flash_attention_coopmat(g, n)) {
-        const uint64_t rows = uint64_t(out.rows()) * uint64_t(n.i[0] / n.i[1]);
         dispatch("attention_flash_coopmat", {u32(n.i[2] / 16)}, &p, sizeof p,
-                 u32((rows + kFlashCoopmatRows - 1) / kFlashCoopmatRows), u32(n.i[1]), 1, {a, k, v},
-                 {y});
+                 u32(attention_row_tiles(g, n, kFlashCoopmatRows)), u32(n.i[1]), 1, {a, k, v}, {y});
         return false;
     }
     if (const uint32_t bc = flash_attention_tile(g, n)) {
-        const uint64_t rows = uint64_t(out.rows()) * uint64_t(n.i[0] / n.i[1]);
-        const uint32_t r = flash_rows_per_cluster(n.i[2]), wg_rows = kFlashClusters * r;
+        const uint32_t r = flash_rows_per_cluster(n.i[2]);
         dispatch("attention_flash", {kv_f16, u32(n.i[2] / 8), bc, r}, &p, sizeof p,
-                 u32((rows + wg_rows - 1) / wg_rows), u32(n.i[1]), 1, {a, k, v}, {y});
+                 u32(attention_row_tiles(g, n, kFlashClusters * r)), u32(n.i[1]), 1, {a, k, v},
+                 {y});
         return false;
     }
     dispatch("attention", {kv_f16}, &p, sizeof p, split_x(heads), split_z(heads), 1, {a, k, v},
