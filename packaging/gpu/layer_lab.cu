@@ -1,0 +1,1028 @@
+// Persistent decode-layer lab for NVIDIA GPUs (a measuring tool, not part of the product): can
+// one kernel that runs a whole decode step, its blocks streaming their weights ahead across the
+// stage boundaries, reach issue #5's 85 % of the copy bandwidth where a dispatch per stage does
+// not (sessions 12-18: 0.40-0.57 at 8B on Vulkan, 0.46-0.68 on HIP)? Session 19's numbers and
+// what they say are in docs/hip.md ("Session 19").
+//
+// The layer is llama-3.1-8b's chain of matvecs in repacked Q4_0 (groups of 256 weights of one
+// row: [8 f16 scales][8 x 16 quant bytes], 144 bytes) over q8 activations:
+//   stage 0: q/k/v   [6144, 4096]  input rms_norm(h)               -> qkv
+//   stage 1: o       [4096, 4096]  input qkv[0:4096] (in the attention's place) -> h +=
+//   stage 2: gate/up [28672, 4096] input rms_norm(h), rows gate/up interleaved -> silu(g) * u
+//   stage 3: down    [4096, 14336] input the gated activation       -> h +=
+// Left out: the attention (its KV bytes are ~1-2 % of a layer's at short context), rope, the
+// norms' weights, the logits.
+//
+// One block per SM streams its weights through a ring of S shared-memory slots of whole rows
+// and consumes a slot while the next ones are in flight; at a stage boundary it writes its rows,
+// waits for the stage to be complete everywhere and quantises the next stage's input into
+// shared memory, while its next weights keep arriving. Kernels (same consume code):
+//   k_persistent  512 threads, fixed row ranges, a grid barrier per stage; its thread 0 issues
+//                 the next slot between two __syncthreads (cp.async 16 bytes a thread, or one
+//                 bulk copy);
+//   k_ws          + a producer warp issuing bulk copies (TMA) on full / empty mbarriers, no
+//                 block-wide barrier per slot;
+//   k_dyn         + chunks of rows claimed from per-stage counters (no fixed ranges, no grid
+//                 barrier: a stage waits for the count of the stage before).
+// Each timed as "persistent" (all stages of all layers in one launch) and "per-stage" (a launch
+// per stage in a CUDA graph: kernel boundaries in place of the barrier, the ring refilled from
+// empty), next to the device's copy rate (cudaMemcpy D2D, read + written, as `tandem-cli bench`)
+// and a read-only kernel. Every variant's h after 2 layers is checked against a reference (one
+// thread per row, double sums, its own quantiser). Per-phase cycles (thread 0 of each block)
+// show where a layer's time goes.
+//
+// Build (nvcc 12+, sm_90: bulk copies and mbarriers): nvcc -O3 -std=c++20 \
+//   -gencode arch=compute_90,code=sm_90 packaging/gpu/layer_lab.cu -o layer-lab
+// Run: layer-lab [layers = 32]
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+constexpr int kDim = 4096, kFf = 14336, kQkv = 6144;
+constexpr int kStages = 4;
+constexpr int kGroupBytes = 144;                           // 256 weights of one row
+constexpr int kSlotBytes = 16 * 4096 / 256 * kGroupBytes;  // 36864: 16 rows of 4096 inputs
+constexpr int kRowsAWarp = 4;                              // rows a warp takes of a slot (consume)
+constexpr int kThreads = 512;
+constexpr uint32_t M4 = 0x0F0F0F0Fu;
+
+__host__ __device__ inline int stage_in(int s) {
+    return s == 3 ? kFf : kDim;
+}
+__host__ __device__ inline int stage_out(int s) {
+    return s == 0 ? kQkv : s == 2 ? 2 * kFf : kDim;
+}
+__host__ __device__ inline int64_t stage_row_bytes(int s) {
+    return int64_t(stage_in(s)) / 256 * kGroupBytes;
+}
+// A slot holds whole rows (8 of 4096 inputs, 2 of 14336), so that every warp's 32 items of a
+// pass lie in one row: a row's sum is warp sums stored side by side, no shared atomics (a
+// first version added each group's sum to its row with shared-memory float atomics: 150 us a
+// layer in them).
+__host__ __device__ inline int slot_rows(int s) {
+    return kRowsAWarp * (kThreads / 32 / (stage_in(s) / 1024));  // 16 of 4096 inputs, 4 of 14336
+}
+__host__ __device__ inline int64_t slot_bytes(int s) {
+    return slot_rows(s) * stage_row_bytes(s);
+}
+
+struct Params {
+    const uint8_t* const* w;     // [layers * 4] the matrices
+    int stage_begin, stage_end;  // global stage index = layer * 4 + s
+    float* h;                    // [kDim] the residual stream
+    float* qkv;                  // [kQkv]
+    float* gu;                   // [2 * kFf]
+    unsigned* bar;               // grid barrier counter (0 at launch)
+    unsigned long long* prof;    // [blocks][5] cycles: prepare, barrier, slot wait, consume, issue
+    unsigned* claim;             // k_dyn: [global stage] chunks claimed
+    unsigned* done;              // k_dyn: [global stage] chunks finished
+};
+
+// ---- the persistent kernel ------------------------------------------------------------------
+
+__device__ inline void cp_async16(void* smem, const void* gmem) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ inline void cp_commit() {
+    asm volatile("cp.async.commit_group;\n");
+}
+template <int N>
+__device__ inline void cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+// The bulk copy engine (TMA, sm_90): one thread asks for a whole contiguous slot; the slot's
+// mbarrier completes when its bytes have landed.
+__device__ inline unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ inline void mbar_init(uint64_t* bar) {
+    asm volatile("mbarrier.init.shared.b64 [%0], 1;\n" ::"r"(smem_addr(bar)));
+}
+__device__ inline void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+                 "r"(bytes));
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+        "[%3];\n" ::"r"(smem_addr(dst)),
+        "l"(src), "r"(bytes), "r"(smem_addr(bar))
+        : "memory");
+}
+__device__ inline void mbar_wait(uint64_t* bar, unsigned parity) {
+    asm volatile(
+        "{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared.b64 p, [%0], %1;\n"
+        " @!p bra W;\n}\n" ::"r"(smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+
+__device__ inline unsigned ld_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p));
+    return v;
+}
+
+// The 512 consumer threads (named barrier 1; the warp-specialised kernel's producer warp is
+// not in it).
+__device__ inline void csync() {
+    asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads) : "memory");
+}
+__device__ inline void mbar_init_n(uint64_t* bar, unsigned n) {
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(n));
+}
+__device__ inline void mbar_arrive(uint64_t* bar) {
+    asm volatile("mbarrier.arrive.shared.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// Every block of the grid; target = blocks * (barriers so far, this one included).
+__device__ inline void grid_barrier(unsigned* bar, unsigned target) {
+    csync();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(bar, 1u);
+        while (ld_acquire(bar) < target) {
+        }
+        __threadfence();
+    }
+    csync();
+}
+
+__device__ inline int minus8(uint32_t v) {
+    return int((v + 0x78787878u) ^ 0x80808080u);
+}
+
+// Gate / up rows are interleaved (row 2i gate i, 2i + 1 up i) and split in pairs, so the block
+// that sums them writes silu(gate) * up itself.
+__device__ inline void row_range(int s, int& r0, int& r1) {
+    const int unit = s == 2 ? 2 : 1, n = stage_out(s) / unit;
+    r0 = unit * int(int64_t(n) * blockIdx.x / gridDim.x);
+    r1 = unit * int(int64_t(n) * (blockIdx.x + 1) / gridDim.x);
+}
+
+// A block's cursor over its weight stream: the global stage, the block's rows of it and the
+// next slot's first row. Set when the cursor enters a stage, so that a slot costs no division
+// (a first version divided 64-bit offsets per slot in every thread: 30-40 us a layer).
+struct Cursor {
+    int gs, s, rows, row;  // row: the next slot's first, counted from the block's first
+    int rb, per_slot;      // row bytes, rows a slot
+    const uint8_t* base;   // the block's first row
+};
+__device__ inline void enter(const Params& p, Cursor& c, int gs) {
+    c.gs = gs;
+    c.row = 0;
+    if (gs >= p.stage_end) return;
+    c.s = gs % kStages;
+    int r0, r1;
+    row_range(c.s, r0, r1);
+    c.rows = r1 - r0;
+    c.rb = int(stage_row_bytes(c.s));
+    c.per_slot = slot_rows(c.s);
+    c.base = p.w[gs] + int64_t(r0) * c.rb;
+}
+__device__ inline int slot_rows_left(const Cursor& c) {
+    return min(c.per_slot, c.rows - c.row);
+}
+__device__ inline void advance(const Params& p, Cursor& c) {
+    c.row += c.per_slot;
+    if (c.row >= c.rows) enter(p, c, c.gs + 1);
+}
+
+// Issues the slot at cursor c into ring slot dst (nothing past the stream's end) and advances
+// c. cp.async: every thread, 16 bytes at a time, always one group committed so that the wait
+// counts stay uniform; Bulk: thread 0, one bulk copy completing on bar.
+template <bool Bulk>
+__device__ inline void issue(const Params& p, Cursor& c, uint8_t* dst, uint64_t* bar) {
+    if (c.gs < p.stage_end) {
+        const int bytes = slot_rows_left(c) * c.rb;
+        const uint8_t* src = c.base + int64_t(c.row) * c.rb;
+        if (Bulk) {
+            if (threadIdx.x == 0) bulk_load(dst, src, unsigned(bytes), bar);
+        } else {
+            for (int i = threadIdx.x; i < bytes / 16; i += kThreads)
+                cp_async16(dst + 16 * i, src + 16 * i);
+        }
+        advance(p, c);
+    }
+    if (!Bulk) cp_commit();
+}
+
+struct Smem {
+    int8_t* xq;   // [n_in] the stage's input, q8
+    float2* xds;  // [n_in / 32] (scale, scale * sum of the block's q)
+    float* acc;   // [rows of this block][parts] the warps' sums (consume)
+    float* red;   // [32] reductions
+};
+
+__device__ inline float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ inline float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// The stage's input quantised into shared memory. Every thread asks for all its values (up to
+// 7 float4 of 14336) before it uses any: one L2 round trip a stage, not one per 32-value block.
+// A q8 block is 8 lanes' float4s.
+constexpr int kPrepVec = kFf / 4 / kThreads;  // 7
+__device__ void prepare(const Params& p, int s, Smem& m) {
+    const int n4 = stage_in(s) / 4, lane = threadIdx.x % 32, wp = threadIdx.x / 32;
+    float4 v[kPrepVec];
+#pragma unroll
+    for (int k = 0; k < kPrepVec; ++k) {
+        const int f = threadIdx.x + k * kThreads;
+        if (f >= n4) break;
+        if (s == 0 || s == 2) {
+            v[k] = __ldcg(reinterpret_cast<const float4*>(p.h) + f);
+        } else if (s == 1) {
+            v[k] = __ldcg(reinterpret_cast<const float4*>(p.qkv) + f);
+        } else {
+            v[k] = __ldcg(reinterpret_cast<const float4*>(p.gu) + f);  // the gated activation
+        }
+    }
+    if (s == 0 || s == 2) {
+        float ss = 0;
+#pragma unroll
+        for (int k = 0; k < kPrepVec; ++k)
+            if (threadIdx.x + k * kThreads < n4)
+                ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+        ss = warp_sum(ss);
+        if (lane == 0) m.red[wp] = ss;
+        csync();
+        float t = lane < kThreads / 32 ? m.red[lane] : 0.0f;
+        t = warp_sum(t);
+        const float norm = rsqrtf(t / float(4 * n4) + 1e-5f);
+        csync();  // red[] free again
+#pragma unroll
+        for (int k = 0; k < kPrepVec; ++k)
+            v[k] = make_float4(v[k].x * norm, v[k].y * norm, v[k].z * norm, v[k].w * norm);
+    }
+#pragma unroll
+    for (int k = 0; k < kPrepVec; ++k) {
+        const int f = threadIdx.x + k * kThreads;
+        if (f >= n4) break;
+        float amax =
+            fmaxf(fmaxf(fabsf(v[k].x), fabsf(v[k].y)), fmaxf(fabsf(v[k].z), fabsf(v[k].w)));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+        const float d = amax / 127.0f;
+        const int q0 = d > 0 ? int(rintf(v[k].x / d)) : 0, q1 = d > 0 ? int(rintf(v[k].y / d)) : 0;
+        const int q2 = d > 0 ? int(rintf(v[k].z / d)) : 0, q3 = d > 0 ? int(rintf(v[k].w / d)) : 0;
+        reinterpret_cast<uint32_t*>(m.xq)[f] = uint32_t(q0 & 255) | uint32_t(q1 & 255) << 8 |
+                                               uint32_t(q2 & 255) << 16 | uint32_t(q3 & 255) << 24;
+        int sum = q0 + q1 + q2 + q3;
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+        if ((lane & 7) == 0) m.xds[f / 8] = make_float2(d, d * float(sum));
+    }
+}
+
+// A thread's share of the stage's input: the one 32-value block (blk = thread % IPR) it meets
+// in every row, held in registers through the stage (an earlier version read it from shared
+// memory per item: 58 bytes of shared reads per 16 weight bytes; consume took 40 us a layer).
+struct Act {
+    int4 lo, hi;  // q8 values 0-15, 16-31
+    float2 ds;    // (scale, scale * sum)
+};
+template <int IPR>
+__device__ inline Act act_of(const Smem& m) {
+    const int blk = threadIdx.x % IPR;
+    return Act{*reinterpret_cast<const int4*>(m.xq + blk * 32),
+               *reinterpret_cast<const int4*>(m.xq + blk * 32 + 16), m.xds[blk]};
+}
+
+// The slot's rows against the input. IPR: 32-weight blocks a row (128 or 448). A row's blocks
+// are spread over WPR = IPR / 32 warps (lane = block within the warp's 32, its activations in
+// registers all stage); the 16 warps form 16 / WPR sets, set i taking slot rows 4i .. 4i + 3. A
+// lane's 4 rows reduce over the warp in one transposed butterfly (6 shuffles for the 4 rows, not
+// 20), and each warp stores its 4 row parts (acc[row * WPR + part]).
+template <int IPR>
+__device__ inline void consume(const uint8_t* slot, const Cursor& c, const Act& x, Smem& m) {
+    constexpr int RB = IPR / 8 * kGroupBytes, WPR = IPR / 32, SETS = kThreads / 32 / WPR;
+    constexpr int R = kRowsAWarp;
+    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (w >= SETS * WPR) return;  // (448: warps 14, 15)
+    const int set = w / WPR, part = w % WPR, blk = part * 32 + lane;
+    const int nrows = slot_rows_left(c);
+    const uint8_t* g0 = slot + (blk / 8) * kGroupBytes;
+    float v[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int row = set * R + r;
+        v[r] = 0;
+        if (row >= nrows) continue;  // warp-uniform
+        const uint8_t* g = g0 + row * RB;
+        const float d = __half2float(reinterpret_cast<const __half*>(g)[blk % 8]);
+        const uint4 q = *reinterpret_cast<const uint4*>(g + 16 + (blk % 8) * 16);
+        int t = __dp4a(int(q.x & M4), x.lo.x, 0);
+        t = __dp4a(int(q.y & M4), x.lo.y, t);
+        t = __dp4a(int(q.z & M4), x.lo.z, t);
+        t = __dp4a(int(q.w & M4), x.lo.w, t);
+        t = __dp4a(int((q.x >> 4) & M4), x.hi.x, t);
+        t = __dp4a(int((q.y >> 4) & M4), x.hi.y, t);
+        t = __dp4a(int((q.z >> 4) & M4), x.hi.z, t);
+        t = __dp4a(int((q.w >> 4) & M4), x.hi.w, t);
+        v[r] = d * (x.ds.x * float(t) - 8.0f * x.ds.y);  // nibbles minus 8 via the sum
+    }
+    // butterfly: after xor 16 a lane holds rows (upper ? 2, 3 : 0, 1), after xor 8 one row
+    const bool up16 = lane & 16, up8 = lane & 8;
+    const float r0 = __shfl_xor_sync(0xffffffffu, up16 ? v[0] : v[2], 16);
+    const float r1 = __shfl_xor_sync(0xffffffffu, up16 ? v[1] : v[3], 16);
+    const float k0 = (up16 ? v[2] : v[0]) + r0, k1 = (up16 ? v[3] : v[1]) + r1;
+    float k = (up8 ? k1 : k0) + __shfl_xor_sync(0xffffffffu, up8 ? k0 : k1, 8);
+    k += __shfl_xor_sync(0xffffffffu, k, 4);
+    k += __shfl_xor_sync(0xffffffffu, k, 2);
+    k += __shfl_xor_sync(0xffffffffu, k, 1);
+    const int row = set * R + (up16 ? 2 : 0) + (up8 ? 1 : 0);
+    if ((lane & 7) == 0 && row < nrows) m.acc[(c.row + row) * WPR + part] = k;
+}
+
+__device__ void finish(const Params& p, int s, Smem& m) {
+    csync();  // every slot's parts in acc[]
+    int r0, r1;
+    row_range(s, r0, r1);
+    const int parts = stage_in(s) / 32 / 32;
+    for (int i = threadIdx.x; i < r1 - r0; i += kThreads) {
+        float v = 0;
+        for (int q = 0; q < parts; ++q) v += m.acc[i * parts + q];
+        if (s == 0)
+            p.qkv[r0 + i] = v;
+        else if (s == 2)
+            m.acc[i * parts] = v;  // (parts: its slot read by this thread only)
+        else
+            p.h[r0 + i] = __ldcg(p.h + r0 + i) + v;
+    }
+    if (s == 2) {
+        csync();
+        for (int i = threadIdx.x; 2 * i < r1 - r0; i += kThreads) {
+            const float g = m.acc[2 * i * parts], u = m.acc[(2 * i + 1) * parts];
+            p.gu[r0 / 2 + i] = g / (1.0f + __expf(-g)) * u;
+        }
+    }
+}
+
+template <int S, bool Bulk, int BPS>
+__global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
+    extern __shared__ __align__(16) uint8_t smem[];
+    uint8_t* ring = smem;
+    Smem m;
+    m.xq = reinterpret_cast<int8_t*>(smem + S * kSlotBytes);
+    m.xds = reinterpret_cast<float2*>(smem + S * kSlotBytes + kFf);
+    m.acc = reinterpret_cast<float*>(smem + S * kSlotBytes + kFf + kFf / 32 * 8);
+    m.red = m.acc + 1024;
+    uint64_t* bars = reinterpret_cast<uint64_t*>(m.red + 32);  // [S]
+    if (Bulk) {
+        if (threadIdx.x < S) mbar_init(bars + threadIdx.x);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        __syncthreads();
+    }
+
+    Cursor prod, cons;
+    enter(p, prod, p.stage_begin);
+    enter(p, cons, p.stage_begin);
+    for (int k = 0; k < S - 1; ++k) issue<Bulk>(p, prod, ring + k * kSlotBytes, bars + k);
+    int cur = -1;
+    unsigned barriers = 0;
+    Act x;
+    // Block-uniform phases (each ends at a __syncthreads), timed by thread 0 into shared
+    // memory (registers are short at 2 blocks an SM).
+    __shared__ unsigned long long ph[6];  // prepare, barrier, slot wait, consume, issue; last lap
+    enum { t_prep, t_bar, t_wait, t_use, t_issue };
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < 5; ++i) ph[i] = 0;
+        ph[5] = clock64();
+    }
+    auto lap = [&](int i) {
+        if (threadIdx.x != 0) return;
+        const unsigned long long now = clock64();
+        ph[i] += now - ph[5];
+        ph[5] = now;
+    };
+    for (int k = 0; cons.gs < p.stage_end; ++k) {
+        if (cons.gs != cur) {
+            if (cur >= 0) {
+                finish(p, cur % kStages, m);
+                grid_barrier(p.bar, gridDim.x * ++barriers);
+                lap(t_bar);
+            }
+            prepare(p, cons.s, m);
+            __syncthreads();  // the q8 input complete
+            x = cons.s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
+            cur = cons.gs;
+            lap(t_prep);
+        }
+        if (Bulk) {
+            mbar_wait(bars + k % S, unsigned(k / S) & 1u);
+        } else {
+            cp_wait<S - 2>();
+        }
+        __syncthreads();  // slot k landed for every thread; slot k - 1 free (all consumed it)
+        lap(t_wait);
+        if (cons.s == 3)
+            consume<kFf / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
+        else
+            consume<kDim / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
+        lap(t_use);
+        issue<Bulk>(p, prod, ring + ((k + S - 1) % S) * kSlotBytes, bars + (k + S - 1) % S);
+        advance(p, cons);
+        lap(t_issue);
+    }
+    if (cur >= 0) finish(p, cur % kStages, m);
+    if (threadIdx.x == 0 && p.prof) {
+        unsigned long long* o = p.prof + 5 * blockIdx.x;
+        for (int i = 0; i < 5; ++i) o[i] += ph[i];
+    }
+}
+
+// Warp-specialised: 16 consumer warps and one producer warp whose lane 0 streams the block's
+// slots (bulk copies) as fast as the ring frees them: full[i] completes when slot i's bytes
+// landed, empty[i] when the 16 consumer warps are done with it. The consumers never wait for an
+// issue and have no block-wide barrier per slot (the kernel above: thread 0 issued between two
+// __syncthreads, and the bulk-copy instruction held it 0.2-0.3 us a slot).
+template <int S>
+__global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
+    extern __shared__ __align__(16) uint8_t smem[];
+    uint8_t* ring = smem;
+    Smem m;
+    m.xq = reinterpret_cast<int8_t*>(smem + S * kSlotBytes);
+    m.xds = reinterpret_cast<float2*>(smem + S * kSlotBytes + kFf);
+    m.acc = reinterpret_cast<float*>(smem + S * kSlotBytes + kFf + kFf / 32 * 8);
+    m.red = m.acc + 1024;
+    uint64_t* full = reinterpret_cast<uint64_t*>(m.red + 32);  // [S]
+    uint64_t* empty = full + S;                                // [S]
+    if (threadIdx.x < S) {
+        mbar_init_n(full + threadIdx.x, 1);
+        mbar_init_n(empty + threadIdx.x, kThreads / 32);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    __syncthreads();
+
+    if (threadIdx.x >= kThreads) {  // the producer warp
+        if (threadIdx.x != kThreads) return;
+        Cursor prod;
+        enter(p, prod, p.stage_begin);
+        for (int j = 0; prod.gs < p.stage_end; ++j) {
+            const int i = j % S;
+            if (j >= S) mbar_wait(empty + i, unsigned(j / S - 1) & 1u);
+            const int bytes = slot_rows_left(prod) * prod.rb;
+            bulk_load(ring + i * kSlotBytes, prod.base + int64_t(prod.row) * prod.rb,
+                      unsigned(bytes), full + i);
+            advance(p, prod);
+        }
+        return;
+    }
+
+    Cursor cons;
+    enter(p, cons, p.stage_begin);
+    int cur = -1;
+    unsigned barriers = 0;
+    Act x;
+    __shared__ unsigned long long ph[6];
+    enum { t_prep, t_bar, t_wait, t_use, t_issue };
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < 5; ++i) ph[i] = 0;
+        ph[5] = clock64();
+    }
+    auto lap = [&](int i) {
+        if (threadIdx.x != 0) return;
+        const unsigned long long now = clock64();
+        ph[i] += now - ph[5];
+        ph[5] = now;
+    };
+    for (int k = 0; cons.gs < p.stage_end; ++k) {
+        if (cons.gs != cur) {
+            if (cur >= 0) {
+                finish(p, cur % kStages, m);
+                grid_barrier(p.bar, gridDim.x * ++barriers);
+                lap(t_bar);
+            }
+            prepare(p, cons.s, m);
+            csync();  // the q8 input complete
+            x = cons.s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
+            cur = cons.gs;
+            lap(t_prep);
+        }
+        mbar_wait(full + k % S, unsigned(k / S) & 1u);
+        lap(t_wait);
+        if (cons.s == 3)
+            consume<kFf / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
+        else
+            consume<kDim / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
+        __syncwarp();
+        if (threadIdx.x % 32 == 0) mbar_arrive(empty + k % S);
+        advance(p, cons);
+        lap(t_use);
+    }
+    if (cur >= 0) finish(p, cur % kStages, m);
+    if (threadIdx.x == 0 && p.prof) {
+        unsigned long long* o = p.prof + 5 * blockIdx.x;
+        for (int i = 0; i < 5; ++i) o[i] += ph[i];
+    }
+}
+
+// Dynamic chunks: a block's producer claims the next chunk of rows (one slot: 16 rows of 4096
+// inputs, 4 of 14336) from a per-stage counter, stage after stage, and streams it; the warp that
+// finishes a chunk last writes its rows and counts it done for the stage. A consumer that meets
+// a chunk of a new stage waits for the stage before to be done everywhere (no grid barrier),
+// then prepares the input. Blocks that stream faster take more chunks: with fixed row ranges
+// the slowest block held every barrier (k_ws: 15-18 us a layer in barrier waits).
+__host__ __device__ inline int chunks_of(int s) {
+    return stage_out(s) / slot_rows(s);
+}
+
+// The chunk's rows from the warps' parts (one warp).
+__device__ void finish_chunk(const Params& p, int gs, int chunk, const float* parts) {
+    const int s = gs % kStages, rows = slot_rows(s), wpr = stage_in(s) / 1024;
+    const int lane = threadIdx.x % 32;
+    auto row_sum = [&](int r) {
+        float v = 0;
+        for (int q = 0; q < wpr; ++q) v += parts[r * wpr + q];
+        return v;
+    };
+    if (s == 2) {
+        if (lane < rows / 2) {
+            const float g = row_sum(2 * lane), u = row_sum(2 * lane + 1);
+            p.gu[chunk * rows / 2 + lane] = g / (1.0f + __expf(-g)) * u;
+        }
+    } else if (lane < rows) {
+        const int row = chunk * rows + lane;
+        const float v = row_sum(lane);
+        if (s == 0)
+            p.qkv[row] = v;
+        else
+            atomicAdd(p.h + row, v);  // a reduction the warp does not wait for (one per row)
+    }
+}
+
+template <int S>
+__global__ void __launch_bounds__(kThreads + 32, 1) k_dyn(Params p) {
+    extern __shared__ __align__(16) uint8_t smem[];
+    uint8_t* ring = smem;
+    Smem m;
+    m.xq = reinterpret_cast<int8_t*>(smem + S * kSlotBytes);
+    m.xds = reinterpret_cast<float2*>(smem + S * kSlotBytes + kFf);
+    float* parts = reinterpret_cast<float*>(smem + S * kSlotBytes + kFf + kFf / 32 * 8);  // [S][64]
+    m.red = parts + S * 64;
+    m.acc = nullptr;
+    int2* hdr = reinterpret_cast<int2*>(m.red + 32);       // [S] (global stage, chunk)
+    unsigned* cnt = reinterpret_cast<unsigned*>(hdr + S);  // [S] warps done with the slot
+    uint64_t* full = reinterpret_cast<uint64_t*>(cnt + 2 * ((S + 1) / 2));  // [S]
+    uint64_t* empty = full + S;                                             // [S]
+    if (threadIdx.x < S) {
+        mbar_init_n(full + threadIdx.x, 1);
+        mbar_init_n(empty + threadIdx.x, kThreads / 32);
+        cnt[threadIdx.x] = 0;
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    __syncthreads();
+
+    if (threadIdx.x >= kThreads) {  // the producer warp
+        if (threadIdx.x != kThreads) return;
+        int gs = p.stage_begin;
+        unsigned c = atomicAdd(p.claim + gs, 1u);
+        for (int j = 0;; ++j) {
+            const int i = j % S;
+            if (j >= S) mbar_wait(empty + i, unsigned(j / S - 1) & 1u);
+            while (gs < p.stage_end && c >= unsigned(chunks_of(gs % kStages))) {
+                if (++gs < p.stage_end) c = atomicAdd(p.claim + gs, 1u);
+            }
+            if (gs >= p.stage_end) {
+                hdr[i] = make_int2(-1, 0);
+                mbar_arrive(full + i);
+                return;
+            }
+            hdr[i] = make_int2(gs, int(c));
+            const int st = gs % kStages, rows = slot_rows(st);
+            const int64_t rb = stage_row_bytes(st);
+            bulk_load(ring + i * kSlotBytes, p.w[gs] + int64_t(c) * rows * rb, unsigned(rows * rb),
+                      full + i);
+            c = atomicAdd(p.claim + gs, 1u);  // the next claim, on its way during the next wait
+        }
+    }
+
+    const int lane = threadIdx.x % 32;
+    int cur = -1;
+    Act x;
+    __shared__ unsigned long long ph[6];
+    enum { t_prep, t_bar, t_wait, t_use, t_issue };
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < 5; ++i) ph[i] = 0;
+        ph[5] = clock64();
+    }
+    auto lap = [&](int i) {
+        if (threadIdx.x != 0) return;
+        const unsigned long long now = clock64();
+        ph[i] += now - ph[5];
+        ph[5] = now;
+    };
+    for (int k = 0;; ++k) {
+        const int i = k % S;
+        mbar_wait(full + i, unsigned(k / S) & 1u);
+        lap(t_wait);
+        const int2 h = hdr[i];
+        if (h.x < 0) break;
+        const int s = h.x % kStages;
+        if (h.x != cur) {
+            if (h.x > p.stage_begin && threadIdx.x == 0) {
+                const unsigned need = unsigned(chunks_of((h.x - 1) % kStages));
+                while (ld_acquire(p.done + h.x - 1) < need) {
+                }
+            }
+            csync();
+            lap(t_bar);
+            prepare(p, s, m);
+            csync();  // the q8 input complete
+            x = s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
+            cur = h.x;
+            lap(t_prep);
+        }
+        const Cursor c{h.x, s, slot_rows(s), 0, int(stage_row_bytes(s)), slot_rows(s), nullptr};
+        m.acc = parts + i * 64;
+        if (s == 3)
+            consume<kFf / 32>(ring + i * kSlotBytes, c, x, m);
+        else
+            consume<kDim / 32>(ring + i * kSlotBytes, c, x, m);
+        lap(t_use);
+        __syncwarp();
+        unsigned last = 0;
+        if (lane == 0) {
+            __threadfence_block();
+            last = atomicAdd(cnt + i, 1u) == kThreads / 32 - 1;
+        }
+        if (__shfl_sync(0xffffffffu, last, 0)) {
+            __threadfence_block();
+            finish_chunk(p, h.x, h.y, parts + i * 64);
+            __syncwarp();
+            if (lane == 0) {
+                cnt[i] = 0;
+                // release: the rows' stores before the count, and the warp does not wait
+                // (a __threadfence here drained every store of the warp first)
+                asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(p.done + h.x)
+                             : "memory");
+            }
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty + i);
+        lap(t_issue);  // (here: counting, finishing the chunk)
+    }
+    if (threadIdx.x == 0 && p.prof) {
+        unsigned long long* o = p.prof + 5 * blockIdx.x;
+        for (int i = 0; i < 5; ++i) o[i] += ph[i];
+    }
+}
+
+// ---- the reference ---------------------------------------------------------------------------
+
+// One thread: the stage's input as q8 (its own code: double norm), into xq / xds.
+__global__ void k_ref_prepare(const Params p, int s, int8_t* xq, float2* xds) {
+    const int n = stage_in(s);
+    double ss = 0;
+    for (int i = 0; i < kDim; ++i) ss += double(p.h[i]) * p.h[i];
+    const float norm = float(1.0 / sqrt(ss / kDim + 1e-5));
+    for (int b = 0; b < n / 32; ++b) {
+        float v[32], amax = 0;
+        for (int j = 0; j < 32; ++j) {
+            const int i = b * 32 + j;
+            if (s == 0 || s == 2)
+                v[j] = p.h[i] * norm;
+            else if (s == 1)
+                v[j] = p.qkv[i];
+            else
+                v[j] = p.gu[2 * i] / (1.0f + expf(-p.gu[2 * i])) * p.gu[2 * i + 1];
+            amax = fmaxf(amax, fabsf(v[j]));
+        }
+        const float d = amax / 127.0f;
+        int sum = 0;
+        for (int j = 0; j < 32; ++j) {
+            const int q = d > 0 ? int(rintf(v[j] / d)) : 0;
+            xq[b * 32 + j] = int8_t(q);
+            sum += q;
+        }
+        xds[b] = make_float2(d, d * float(sum));
+    }
+}
+
+// One thread per row, double sums, then the stage's output.
+__global__ void k_ref_matvec(const Params p, int gs, const int8_t* xq, const float2* xds) {
+    const int s = gs % kStages, r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= stage_out(s)) return;
+    const uint8_t* row = p.w[gs] + int64_t(r) * stage_row_bytes(s);
+    double acc = 0;
+    for (int b = 0; b < stage_in(s) / 32; ++b) {
+        const uint8_t* g = row + (b / 8) * kGroupBytes;
+        const float d = __half2float(reinterpret_cast<const __half*>(g)[b % 8]);
+        const uint8_t* q = g + 16 + (b % 8) * 16;
+        long t = 0;
+        for (int j = 0; j < 32; ++j) {
+            const int wv = (j < 16 ? (q[j] & 15) : (q[j - 16] >> 4)) - 8;
+            t += long(wv) * xq[b * 32 + j];
+        }
+        acc += double(d) * double(xds[b].x) * double(t);
+    }
+    if (s == 0)
+        p.qkv[r] = float(acc);
+    else if (s == 2)
+        p.gu[r] = float(acc);  // interleaved: the reference's prepare pairs them
+    else
+        p.h[r] += float(acc);
+}
+
+// ---- host ---------------------------------------------------------------------------------
+
+// Random weights: scales 0.002..0.004 (outputs of order one after the norm), random nibbles.
+__global__ void k_fill(uint8_t* w, int64_t bytes, uint32_t seed) {
+    const int64_t n16 = bytes / 16;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n16;
+         i += int64_t(gridDim.x) * blockDim.x) {
+        uint32_t x = uint32_t(i) * 2654435761u ^ seed;
+        uint32_t v[4];
+        for (int k = 0; k < 4; ++k) {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            v[k] = x;
+        }
+        if (i % 9 == 0) {  // the group's 8 scales
+            for (int k = 0; k < 4; ++k) {
+                const __half a = __float2half(0.002f + 0.002f * float(v[k] & 1023) / 1023.0f);
+                const __half b =
+                    __float2half(0.002f + 0.002f * float((v[k] >> 10) & 1023) / 1023.0f);
+                v[k] = uint32_t(__half_as_ushort(a)) | uint32_t(__half_as_ushort(b)) << 16;
+            }
+        }
+        reinterpret_cast<uint4*>(w)[i] = make_uint4(v[0], v[1], v[2], v[3]);
+    }
+}
+
+__global__ void k_read(const uint4* p, int64_t n, unsigned* out) {
+    unsigned s = 0;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+         i += int64_t(gridDim.x) * blockDim.x) {
+        const uint4 v = __ldcs(p + i);
+        s ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (s == 0x12345678u) out[0] = s;
+}
+
+struct Model {
+    int layers;
+    std::vector<uint8_t*> mats;
+    const uint8_t* const* dmats;
+    float *h, *qkv, *gu;
+    unsigned* bar;
+    unsigned long long* prof;
+    unsigned *claim, *done;
+    std::vector<float> h0;
+    double bytes_per_layer;
+};
+
+static Params params(const Model& m, int b, int e) {
+    return Params{m.dmats, b, e, m.h, m.qkv, m.gu, m.bar, m.prof, m.claim, m.done};
+}
+static void reset(const Model& m, cudaStream_t st) {
+    CK(cudaMemcpyAsync(m.h, m.h0.data(), kDim * 4, cudaMemcpyHostToDevice, st));
+    CK(cudaMemsetAsync(m.bar, 0, 4, st));
+}
+
+template <int S>
+size_t smem_bytes() {
+    return size_t(S) * kSlotBytes + kFf + kFf / 32 * 8 + (1024 + 32) * 4 + 2 * S * 8 + S * 16;
+}
+
+// Kind 0: k_persistent with cp.async, 1: with bulk copies, 2: k_ws (warp-specialised), 3: k_dyn.
+template <int S, int Kind, int BPS>
+auto kernel_of() {
+    if constexpr (Kind == 3)
+        return k_dyn<S>;
+    else if constexpr (Kind == 2)
+        return k_ws<S>;
+    else
+        return k_persistent<S, Kind == 1, BPS>;
+}
+template <int Kind>
+constexpr int threads_of() {
+    return Kind >= 2 ? kThreads + 32 : kThreads;
+}
+
+template <int S, int Kind, int BPS>
+void launch_persistent(const Model& m, int sms, int b, int e, cudaStream_t st) {
+    CK(cudaMemsetAsync(m.bar, 0, 4, st));
+    CK(cudaMemsetAsync(m.claim, 0, size_t(m.layers) * kStages * 4, st));
+    CK(cudaMemsetAsync(m.done, 0, size_t(m.layers) * kStages * 4, st));
+    kernel_of<S, Kind, BPS>()<<<sms * BPS, threads_of<Kind>(), smem_bytes<S>(), st>>>(
+        params(m, b, e));
+}
+
+static std::vector<float> read_h(const Model& m) {
+    std::vector<float> h(kDim);
+    CK(cudaMemcpy(h.data(), m.h, kDim * 4, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+template <int S, int Kind, int BPS = 1>
+void run_variant(const Model& m, int sms, bool per_stage, const std::vector<float>& ref,
+                 double copy_gbs) {
+    CK(cudaFuncSetAttribute(kernel_of<S, Kind, BPS>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            int(smem_bytes<S>())));
+    int occ = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel_of<S, Kind, BPS>(),
+                                                     threads_of<Kind>(), smem_bytes<S>()));
+    if (occ < BPS) {
+        printf("  S=%d does not fit\n", S);
+        return;
+    }
+    cudaStream_t st;
+    CK(cudaStreamCreate(&st));
+    auto step = [&](int layers) {
+        if (per_stage) {
+            for (int gs = 0; gs < layers * kStages; ++gs)
+                launch_persistent<S, Kind, BPS>(m, sms, gs, gs + 1, st);
+        } else {
+            launch_persistent<S, Kind, BPS>(m, sms, 0, layers * kStages, st);
+        }
+    };
+    // check: 2 layers
+    reset(m, st);
+    step(2);
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGetLastError());
+    const std::vector<float> got = read_h(m);
+    double worst = 0, scale = 0;
+    for (int i = 0; i < kDim; ++i) scale = std::max(scale, double(std::fabs(ref[i])));
+    for (int i = 0; i < kDim; ++i)
+        worst = std::max(worst, std::fabs(double(got[i]) - ref[i]) / scale);
+    // time: all layers, in a graph
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+    step(m.layers);
+    CK(cudaStreamEndCapture(st, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int i = 0; i < 2; ++i) CK(cudaGraphLaunch(exec, st));
+    CK(cudaStreamSynchronize(st));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    const int reps = 10;
+    CK(cudaEventRecord(e0, st));
+    for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(exec, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaGetLastError());
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    const double us_layer = ms * 1e3 / reps / m.layers;
+    // the phases of one more run, mean over blocks, in us a layer at the SM clock
+    std::vector<unsigned long long> prof(size_t(sms) * BPS * 5);
+    CK(cudaMemset(m.prof, 0, prof.size() * 8));
+    CK(cudaGraphLaunch(exec, st));
+    CK(cudaStreamSynchronize(st));
+    CK(cudaMemcpy(prof.data(), m.prof, prof.size() * 8, cudaMemcpyDeviceToHost));
+    double ph[5] = {}, lo[5], hi[5];
+    for (int i = 0; i < 5; ++i) lo[i] = 1e300, hi[i] = 0;
+    for (int b = 0; b < sms * BPS; ++b)
+        for (int i = 0; i < 5; ++i) {
+            const double v = double(prof[5 * b + i]);
+            ph[i] += v / (sms * BPS);
+            lo[i] = std::min(lo[i], v);
+            hi[i] = std::max(hi[i], v);
+        }
+    int clock_khz = 0;
+    CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    const double gbs = m.bytes_per_layer / (us_layer * 1e-6) / 1e9;
+    printf("  %-12s %s %d/SM S=%-2d %8.2f us a layer  %6.0f GB/s  %.3f of copy   err %.1e%s\n",
+           per_stage ? "per-stage" : "persistent",
+           Kind == 3   ? "dyn  "
+           : Kind == 2 ? "ws   "
+           : Kind == 1 ? "bulk "
+                       : "cp16 ",
+           BPS, S, us_layer, gbs, gbs / copy_gbs, worst, worst > 2e-3 ? "  WRONG" : "");
+    const double to_us = 1e3 / clock_khz / m.layers;
+    printf(
+        "      a layer at %d MHz: prepare %.2f  barrier %.2f  slot wait %.2f  consume %.2f  issue "
+        "%.2f us\n",
+        clock_khz / 1000, ph[0] * to_us, ph[1] * to_us, ph[2] * to_us, ph[3] * to_us,
+        ph[4] * to_us);
+    printf(
+        "      over blocks (min-max): prepare %.1f-%.1f  barrier %.1f-%.1f  slot wait %.1f-%.1f  "
+        "consume %.1f-%.1f  issue/finish %.1f-%.1f\n",
+        lo[0] * to_us, hi[0] * to_us, lo[1] * to_us, hi[1] * to_us, lo[2] * to_us, hi[2] * to_us,
+        lo[3] * to_us, hi[3] * to_us, lo[4] * to_us, hi[4] * to_us);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    CK(cudaStreamDestroy(st));
+}
+
+int main(int argc, char** argv) {
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    const int layers = argc > 1 ? atoi(argv[1]) : 32;
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    const int sms = prop.multiProcessorCount;
+    printf("%s, %d SMs, L2 %d MB\n", prop.name, sms, prop.l2CacheSize >> 20);
+
+    // the copy yardstick, as the product measures it
+    const size_t n = size_t(1) << 30;
+    void *a, *b;
+    CK(cudaMalloc(&a, n));
+    CK(cudaMalloc(&b, n));
+    CK(cudaMemset(a, 1, n));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < 10; ++i) CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    const double copy = 2.0 * n * 10 / (ms * 1e-3) / 1e9;
+    unsigned* o;
+    CK(cudaMalloc(&o, 4));
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < 10; ++i) k_read<<<sms * 8, 512>>>(static_cast<const uint4*>(a), n / 16, o);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    printf("copy (D2D, read + written): %.0f GB/s; read-only kernel: %.0f GB/s\n", copy,
+           double(n) * 10 / (ms * 1e-3) / 1e9);
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+
+    Model m;
+    m.layers = layers;
+    m.bytes_per_layer = 0;
+    for (int s = 0; s < kStages; ++s)
+        m.bytes_per_layer += double(stage_out(s)) * stage_row_bytes(s);
+    for (int l = 0; l < layers; ++l)
+        for (int s = 0; s < kStages; ++s) {
+            const int64_t bytes = int64_t(stage_out(s)) * stage_row_bytes(s);
+            uint8_t* w;
+            CK(cudaMalloc(&w, bytes));
+            k_fill<<<1024, 256>>>(w, bytes, 0x9E3779B9u * uint32_t(l * kStages + s + 1));
+            m.mats.push_back(w);
+        }
+    uint8_t** dm;
+    CK(cudaMalloc(&dm, m.mats.size() * sizeof(uint8_t*)));
+    CK(cudaMemcpy(dm, m.mats.data(), m.mats.size() * sizeof(uint8_t*), cudaMemcpyHostToDevice));
+    m.dmats = dm;
+    CK(cudaMalloc(&m.h, kDim * 4));
+    CK(cudaMalloc(&m.qkv, kQkv * 4));
+    CK(cudaMalloc(&m.gu, 2 * kFf * 4));
+    CK(cudaMalloc(&m.bar, 4));
+    CK(cudaMalloc(&m.prof, size_t(sms) * 2 * 5 * 8));
+    CK(cudaMalloc(&m.claim, size_t(layers) * kStages * 4));
+    CK(cudaMalloc(&m.done, size_t(layers) * kStages * 4));
+    m.h0.resize(kDim);
+    uint32_t seed = 1;
+    for (float& v : m.h0) {
+        seed = seed * 1664525u + 1013904223u;
+        v = float(int(seed >> 9) % 2001 - 1000) / 1000.0f;
+    }
+    printf("%d layers, %.1f MB of weights a layer (q/k/v, o, gate/up, down; Q4_0), %.2f GB\n",
+           layers, m.bytes_per_layer / 1e6, m.bytes_per_layer * layers / 1e9);
+    printf("at the copy rate a layer takes %.2f us; 85 %% of it: %.2f us\n",
+           m.bytes_per_layer / copy * 1e-3, m.bytes_per_layer / (0.85 * copy) * 1e-3);
+
+    // the reference after 2 layers
+    int8_t* xq;
+    float2* xds;
+    CK(cudaMalloc(&xq, kFf));
+    CK(cudaMalloc(&xds, kFf / 32 * 8));
+    reset(m, 0);
+    for (int gs = 0; gs < 2 * kStages; ++gs) {
+        const Params p = params(m, 0, 0);
+        k_ref_prepare<<<1, 1>>>(p, gs % kStages, xq, xds);
+        k_ref_matvec<<<(stage_out(gs % kStages) + 127) / 128, 128>>>(p, gs, xq, xds);
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaGetLastError());
+    const std::vector<float> ref = read_h(m);
+    double hmax = 0;
+    for (float v : ref) hmax = std::max(hmax, double(std::fabs(v)));
+    printf("reference h after 2 layers: max |h| %.3f\n", hmax);
+
+    run_variant<5, 2>(m, sms, false, ref, copy);
+    run_variant<5, 3>(m, sms, false, ref, copy);
+    run_variant<5, 2>(m, sms, true, ref, copy);
+    return 0;
+}
