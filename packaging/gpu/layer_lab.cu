@@ -23,7 +23,11 @@
 //   k_ws          + a producer warp issuing bulk copies (TMA) on full / empty mbarriers, no
 //                 block-wide barrier per slot;
 //   k_dyn         + chunks of rows claimed from per-stage counters (no fixed ranges, no grid
-//                 barrier: a stage waits for the count of the stage before).
+//                 barrier: a stage waits for the count of the stage before);
+//   k_ll          k_ws with flag-in-data outputs: (value, flag) 8-byte stores, the readers poll
+//                 the values themselves (no fence, no counter);
+//   k_ws<S, Skip> measuring bounds with the barrier, or the barrier and the input preparation,
+//                 left out (wrong results).
 // Each timed as "persistent" (all stages of all layers in one launch) and "per-stage" (a launch
 // per stage in a CUDA graph: kernel boundaries in place of the barrier, the ring refilled from
 // empty), next to the device's copy rate (cudaMemcpy D2D, read + written, as `tandem-cli bench`)
@@ -42,6 +46,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #define CK(x)                                                                                  \
@@ -91,6 +96,9 @@ struct Params {
     unsigned long long* prof;    // [blocks][5] cycles: prepare, barrier, slot wait, consume, issue
     unsigned* claim;             // k_dyn: [global stage] chunks claimed
     unsigned* done;              // k_dyn: [global stage] chunks finished
+    uint2* h_ll;                 // k_ll: (value bits, flag) pairs: the residual stream,
+    uint2* qkv_ll;               //   q/k/v and the gated activation
+    uint2* act_ll;
 };
 
 // ---- the persistent kernel ------------------------------------------------------------------
@@ -241,8 +249,9 @@ __device__ inline float warp_max(float v) {
 // 7 float4 of 14336) before it uses any: one L2 round trip a stage, not one per 32-value block.
 // A q8 block is 8 lanes' float4s.
 constexpr int kPrepVec = kFf / 4 / kThreads;  // 7
+__device__ void quantise(int s, float4 (&v)[kPrepVec], Smem& m);
 __device__ void prepare(const Params& p, int s, Smem& m) {
-    const int n4 = stage_in(s) / 4, lane = threadIdx.x % 32, wp = threadIdx.x / 32;
+    const int n4 = stage_in(s) / 4;
     float4 v[kPrepVec];
 #pragma unroll
     for (int k = 0; k < kPrepVec; ++k) {
@@ -256,6 +265,57 @@ __device__ void prepare(const Params& p, int s, Smem& m) {
             v[k] = __ldcg(reinterpret_cast<const float4*>(p.gu) + f);  // the gated activation
         }
     }
+    quantise(s, v, m);
+}
+
+// Flag-in-data inputs (k_ll): every value travels as an 8-byte (value, flag) store, which lands
+// whole, so a reader knows a value is this stage's by its flag: no fence, no counter, no
+// barrier; waiting for the stage and fetching its output are one trip through L2.
+__device__ inline ulonglong2 ld_volatile2(const unsigned long long* p) {
+    ulonglong2 v;
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];\n" : "=l"(v.x), "=l"(v.y) : "l"(p));
+    return v;
+}
+__device__ inline void st_volatile_pair(uint2* p, float v, unsigned flag) {
+    asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};\n" ::"l"(p), "r"(__float_as_uint(v)),
+                 "r"(flag)
+                 : "memory");
+}
+// 4 pairs (float4 f of the input); true when all carry `flag`.
+__device__ inline bool load_ll4(const uint2* base, int f, unsigned flag, float4& out) {
+    const unsigned long long* q = reinterpret_cast<const unsigned long long*>(base) + 4 * f;
+    const ulonglong2 a = ld_volatile2(q), b = ld_volatile2(q + 2);
+    out = make_float4(__uint_as_float(unsigned(a.x)), __uint_as_float(unsigned(a.y)),
+                      __uint_as_float(unsigned(b.x)), __uint_as_float(unsigned(b.y)));
+    return unsigned(a.x >> 32) == flag && unsigned(a.y >> 32) == flag &&
+           unsigned(b.x >> 32) == flag && unsigned(b.y >> 32) == flag;
+}
+// Waits for the stage's input (flag = the global stage: what the stage before wrote, or 0 for
+// the launch's initial h) and quantises it. All loads are issued before any is checked; only
+// the values not yet there are asked for again.
+__device__ void prepare_ll(const Params& p, int s, unsigned flag, Smem& m, unsigned sleep_ns) {
+    const int n4 = stage_in(s) / 4;
+    const uint2* src = s == 0 || s == 2 ? p.h_ll : s == 1 ? p.qkv_ll : p.act_ll;
+    float4 v[kPrepVec];
+    unsigned missing = 0;
+#pragma unroll
+    for (int k = 0; k < kPrepVec; ++k) {
+        const int f = threadIdx.x + k * kThreads;
+        if (f >= n4) break;
+        if (!load_ll4(src, f, flag, v[k])) missing |= 1u << k;
+    }
+    while (missing) {
+        if (sleep_ns) __nanosleep(sleep_ns);  // 512 threads x 132 blocks re-reading the input
+#pragma unroll
+        for (int k = 0; k < kPrepVec; ++k)
+            if (missing & (1u << k))
+                if (load_ll4(src, threadIdx.x + k * kThreads, flag, v[k])) missing &= ~(1u << k);
+    }
+    quantise(s, v, m);
+}
+
+__device__ void quantise(int s, float4 (&v)[kPrepVec], Smem& m) {
+    const int n4 = stage_in(s) / 4, lane = threadIdx.x % 32, wp = threadIdx.x / 32;
     if (s == 0 || s == 2) {
         float ss = 0;
 #pragma unroll
@@ -457,7 +517,9 @@ __global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
 // landed, empty[i] when the 16 consumer warps are done with it. The consumers never wait for an
 // issue and have no block-wide barrier per slot (the kernel above: thread 0 issued between two
 // __syncthreads, and the bulk-copy instruction held it 0.2-0.3 us a slot).
-template <int S>
+// Skip (measuring only: the results are wrong): 1 = no grid barrier, 2 = no barrier and no input
+// preparation (the stage reads the q8 input left in shared memory): what the stage waits cost.
+template <int S, int Skip = 0>
 __global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
     extern __shared__ __align__(16) uint8_t smem[];
     uint8_t* ring = smem;
@@ -511,10 +573,10 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
         if (cons.gs != cur) {
             if (cur >= 0) {
                 finish(p, cur % kStages, m);
-                grid_barrier(p.bar, gridDim.x * ++barriers);
+                if (Skip == 0) grid_barrier(p.bar, gridDim.x * ++barriers);
                 lap(t_bar);
             }
-            prepare(p, cons.s, m);
+            if (Skip < 2 || cur < 0) prepare(p, cons.s, m);
             csync();  // the q8 input complete
             x = cons.s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
             cur = cons.gs;
@@ -689,6 +751,122 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_dyn(Params p) {
     }
 }
 
+// k_ws with flag-in-data stage outputs (prepare_ll): no grid barrier. A block owns the same
+// 4096-row range of h in the o and down stages, so it keeps its rows of h in shared memory and
+// writes h + o, h + down as (value, flag) pairs.
+template <int S, unsigned SleepNs>
+__global__ void __launch_bounds__(kThreads + 32, 1) k_ll(Params p) {
+    extern __shared__ __align__(16) uint8_t smem[];
+    uint8_t* ring = smem;
+    Smem m;
+    m.xq = reinterpret_cast<int8_t*>(smem + S * kSlotBytes);
+    m.xds = reinterpret_cast<float2*>(smem + S * kSlotBytes + kFf);
+    m.acc = reinterpret_cast<float*>(smem + S * kSlotBytes + kFf + kFf / 32 * 8);
+    m.red = m.acc + 1024 - 64;             // acc needs <= 872 (gate / up) of its 1024
+    float* hrow = m.acc + 1024 - 32 - 64;  // [<= 32] this block's rows of h (64: its half)
+    uint64_t* full = reinterpret_cast<uint64_t*>(m.acc + 1024 + 32);  // [S]
+    uint64_t* empty = full + S;                                       // [S]
+    if (threadIdx.x < S) {
+        mbar_init_n(full + threadIdx.x, 1);
+        mbar_init_n(empty + threadIdx.x, kThreads / 32);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    {
+        int r0, r1;
+        row_range(1, r0, r1);
+        for (int i = threadIdx.x; i < r1 - r0; i += blockDim.x)
+            hrow[i] = __uint_as_float(p.h_ll[r0 + i].x);
+    }
+    __syncthreads();
+
+    if (threadIdx.x >= kThreads) {  // the producer warp, as k_ws
+        if (threadIdx.x != kThreads) return;
+        Cursor prod;
+        enter(p, prod, p.stage_begin);
+        for (int j = 0; prod.gs < p.stage_end; ++j) {
+            const int i = j % S;
+            if (j >= S) mbar_wait(empty + i, unsigned(j / S - 1) & 1u);
+            const int bytes = slot_rows_left(prod) * prod.rb;
+            bulk_load(ring + i * kSlotBytes, prod.base + int64_t(prod.row) * prod.rb,
+                      unsigned(bytes), full + i);
+            advance(p, prod);
+        }
+        return;
+    }
+
+    Cursor cons;
+    enter(p, cons, p.stage_begin);
+    int cur = -1;
+    Act x;
+    __shared__ unsigned long long ph[6];
+    enum { t_prep, t_bar, t_wait, t_use, t_issue };
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < 5; ++i) ph[i] = 0;
+        ph[5] = clock64();
+    }
+    auto lap = [&](int i) {
+        if (threadIdx.x != 0) return;
+        const unsigned long long now = clock64();
+        ph[i] += now - ph[5];
+        ph[5] = now;
+    };
+    // The stage's rows out as pairs flagged gs + 1 (s = 2: the gated activation of its pairs).
+    auto finish_ll = [&](int gs) {
+        const int s = gs % kStages;
+        csync();  // every slot's parts in acc[]
+        int r0, r1;
+        row_range(s, r0, r1);
+        const int parts = stage_in(s) / 32 / 32;
+        const unsigned flag = unsigned(gs + 1);
+        for (int i = threadIdx.x; i < r1 - r0; i += kThreads) {
+            float v = 0;
+            for (int q = 0; q < parts; ++q) v += m.acc[i * parts + q];
+            if (s == 0) {
+                st_volatile_pair(p.qkv_ll + r0 + i, v, flag);
+            } else if (s == 2) {
+                m.acc[i * parts] = v;
+            } else {
+                hrow[i] += v;
+                st_volatile_pair(p.h_ll + r0 + i, hrow[i], flag);
+            }
+        }
+        if (s == 2) {
+            csync();
+            for (int i = threadIdx.x; 2 * i < r1 - r0; i += kThreads) {
+                const float g = m.acc[2 * i * parts], u = m.acc[(2 * i + 1) * parts];
+                st_volatile_pair(p.act_ll + r0 / 2 + i, g / (1.0f + __expf(-g)) * u, flag);
+            }
+        }
+    };
+    for (int k = 0; cons.gs < p.stage_end; ++k) {
+        if (cons.gs != cur) {
+            if (cur >= 0) finish_ll(cur);
+            csync();  // acc[] read (finish) before the next stage's parts
+            lap(t_bar);
+            prepare_ll(p, cons.s, unsigned(cons.gs), m, SleepNs);
+            csync();  // the q8 input complete
+            x = cons.s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
+            cur = cons.gs;
+            lap(t_prep);
+        }
+        mbar_wait(full + k % S, unsigned(k / S) & 1u);
+        lap(t_wait);
+        if (cons.s == 3)
+            consume<kFf / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
+        else
+            consume<kDim / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
+        __syncwarp();
+        if (threadIdx.x % 32 == 0) mbar_arrive(empty + k % S);
+        advance(p, cons);
+        lap(t_use);
+    }
+    if (cur >= 0) finish_ll(cur);
+    if (threadIdx.x == 0 && p.prof) {
+        unsigned long long* o = p.prof + 5 * blockIdx.x;
+        for (int i = 0; i < 5; ++i) o[i] += ph[i];
+    }
+}
+
 // ---- the reference ---------------------------------------------------------------------------
 
 // One thread: the stage's input as q8 (its own code: double norm), into xq / xds.
@@ -790,12 +968,16 @@ struct Model {
     unsigned* bar;
     unsigned long long* prof;
     unsigned *claim, *done;
+    uint2 *h_ll, *qkv_ll, *act_ll;
     std::vector<float> h0;
+    std::vector<uint2> h0_ll;  // (h0, flag 0)
+    uint2* h0_ll_dev;          // its copy on the device (graph capture takes no pageable copy)
     double bytes_per_layer;
 };
 
 static Params params(const Model& m, int b, int e) {
-    return Params{m.dmats, b, e, m.h, m.qkv, m.gu, m.bar, m.prof, m.claim, m.done};
+    return Params{m.dmats, b,       e,      m.h,    m.qkv,    m.gu,    m.bar,
+                  m.prof,  m.claim, m.done, m.h_ll, m.qkv_ll, m.act_ll};
 }
 static void reset(const Model& m, cudaStream_t st) {
     CK(cudaMemcpyAsync(m.h, m.h0.data(), kDim * 4, cudaMemcpyHostToDevice, st));
@@ -807,10 +989,15 @@ size_t smem_bytes() {
     return size_t(S) * kSlotBytes + kFf + kFf / 32 * 8 + (1024 + 32) * 4 + 2 * S * 8 + S * 16;
 }
 
-// Kind 0: k_persistent with cp.async, 1: with bulk copies, 2: k_ws (warp-specialised), 3: k_dyn.
+// Kind 0: k_persistent with cp.async, 1: with bulk copies, 2: k_ws (warp-specialised), 3: k_dyn,
+// 4: k_ll.
 template <int S, int Kind, int BPS>
 auto kernel_of() {
-    if constexpr (Kind == 3)
+    if constexpr (Kind == 7 || Kind == 8)
+        return k_ws<S, Kind - 6>;
+    else if constexpr (Kind >= 4)
+        return k_ll < S, Kind == 4 ? 0u : Kind == 5 ? 200u : 1000u > ;
+    else if constexpr (Kind == 3)
         return k_dyn<S>;
     else if constexpr (Kind == 2)
         return k_ws<S>;
@@ -819,7 +1006,7 @@ auto kernel_of() {
 }
 template <int Kind>
 constexpr int threads_of() {
-    return Kind >= 2 ? kThreads + 32 : kThreads;
+    return Kind >= 2 ? kThreads + 32 : kThreads;  // (7, 8: k_ws too)
 }
 
 template <int S, int Kind, int BPS>
@@ -827,13 +1014,24 @@ void launch_persistent(const Model& m, int sms, int b, int e, cudaStream_t st) {
     CK(cudaMemsetAsync(m.bar, 0, 4, st));
     CK(cudaMemsetAsync(m.claim, 0, size_t(m.layers) * kStages * 4, st));
     CK(cudaMemsetAsync(m.done, 0, size_t(m.layers) * kStages * 4, st));
+    if (Kind >= 4 && Kind <= 6) {  // no stale flags from the launch before
+        CK(cudaMemcpyAsync(m.h_ll, m.h0_ll_dev, kDim * 8, cudaMemcpyDeviceToDevice, st));
+        CK(cudaMemsetAsync(m.qkv_ll, 0, kQkv * 8, st));
+        CK(cudaMemsetAsync(m.act_ll, 0, kFf * 8, st));
+    }
     kernel_of<S, Kind, BPS>()<<<sms * BPS, threads_of<Kind>(), smem_bytes<S>(), st>>>(
         params(m, b, e));
 }
 
-static std::vector<float> read_h(const Model& m) {
+static std::vector<float> read_h(const Model& m, bool ll = false) {
     std::vector<float> h(kDim);
-    CK(cudaMemcpy(h.data(), m.h, kDim * 4, cudaMemcpyDeviceToHost));
+    if (ll) {
+        std::vector<uint2> pairs(kDim);
+        CK(cudaMemcpy(pairs.data(), m.h_ll, kDim * 8, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < kDim; ++i) std::memcpy(&h[i], &pairs[i].x, 4);
+    } else {
+        CK(cudaMemcpy(h.data(), m.h, kDim * 4, cudaMemcpyDeviceToHost));
+    }
     return h;
 }
 
@@ -864,7 +1062,7 @@ void run_variant(const Model& m, int sms, bool per_stage, const std::vector<floa
     step(2);
     CK(cudaStreamSynchronize(st));
     CK(cudaGetLastError());
-    const std::vector<float> got = read_h(m);
+    const std::vector<float> got = read_h(m, Kind >= 4 && Kind <= 6);
     double worst = 0, scale = 0;
     for (int i = 0; i < kDim; ++i) scale = std::max(scale, double(std::fabs(ref[i])));
     for (int i = 0; i < kDim; ++i)
@@ -910,7 +1108,12 @@ void run_variant(const Model& m, int sms, bool per_stage, const std::vector<floa
     const double gbs = m.bytes_per_layer / (us_layer * 1e-6) / 1e9;
     printf("  %-12s %s %d/SM S=%-2d %8.2f us a layer  %6.0f GB/s  %.3f of copy   err %.1e%s\n",
            per_stage ? "per-stage" : "persistent",
-           Kind == 3   ? "dyn  "
+           Kind == 8   ? "ws, no barrier or prep (wrong results)"
+           : Kind == 7 ? "ws, no barrier (wrong results)"
+           : Kind == 6 ? "ll/1000ns"
+           : Kind == 5 ? "ll/200ns"
+           : Kind == 4 ? "ll   "
+           : Kind == 3 ? "dyn  "
            : Kind == 2 ? "ws   "
            : Kind == 1 ? "bulk "
                        : "cp16 ",
@@ -992,12 +1195,22 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&m.prof, size_t(sms) * 2 * 5 * 8));
     CK(cudaMalloc(&m.claim, size_t(layers) * kStages * 4));
     CK(cudaMalloc(&m.done, size_t(layers) * kStages * 4));
+    CK(cudaMalloc(&m.h_ll, kDim * 8));
+    CK(cudaMalloc(&m.qkv_ll, kQkv * 8));
+    CK(cudaMalloc(&m.act_ll, kFf * 8));
     m.h0.resize(kDim);
+    m.h0_ll.resize(kDim);
     uint32_t seed = 1;
     for (float& v : m.h0) {
         seed = seed * 1664525u + 1013904223u;
         v = float(int(seed >> 9) % 2001 - 1000) / 1000.0f;
     }
+    for (int i = 0; i < kDim; ++i) {
+        std::memcpy(&m.h0_ll[i].x, &m.h0[i], 4);
+        m.h0_ll[i].y = 0;
+    }
+    CK(cudaMalloc(&m.h0_ll_dev, kDim * 8));
+    CK(cudaMemcpy(m.h0_ll_dev, m.h0_ll.data(), kDim * 8, cudaMemcpyHostToDevice));
     printf("%d layers, %.1f MB of weights a layer (q/k/v, o, gate/up, down; Q4_0), %.2f GB\n",
            layers, m.bytes_per_layer / 1e6, m.bytes_per_layer * layers / 1e9);
     printf("at the copy rate a layer takes %.2f us; 85 %% of it: %.2f us\n",
@@ -1022,7 +1235,8 @@ int main(int argc, char** argv) {
     printf("reference h after 2 layers: max |h| %.3f\n", hmax);
 
     run_variant<5, 2>(m, sms, false, ref, copy);
-    run_variant<5, 3>(m, sms, false, ref, copy);
-    run_variant<5, 2>(m, sms, true, ref, copy);
+    run_variant<5, 7>(m, sms, false, ref, copy);
+    run_variant<5, 8>(m, sms, false, ref, copy);
+    run_variant<5, 4>(m, sms, false, ref, copy);
     return 0;
 }
