@@ -37,7 +37,7 @@
 //
 // Build (nvcc 12+, sm_90: bulk copies and mbarriers): nvcc -O3 -std=c++20 \
 //   -gencode arch=compute_90,code=sm_90 packaging/gpu/layer_lab.cu -o layer-lab
-// Run: layer-lab [layers = 32]
+// Run: layer-lab [layers = 32] [variants = cdegfj: letters, listed at the end of main()]
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -75,10 +75,10 @@ __host__ __device__ inline int stage_out(int s) {
 __host__ __device__ inline int64_t stage_row_bytes(int s) {
     return int64_t(stage_in(s)) / 256 * kGroupBytes;
 }
-// A slot holds whole rows (8 of 4096 inputs, 2 of 14336), so that every warp's 32 items of a
-// pass lie in one row: a row's sum is warp sums stored side by side, no shared atomics (a
-// first version added each group's sum to its row with shared-memory float atomics: 150 us a
-// layer in them).
+// A slot holds whole rows (16 of 4096 inputs, 4 of 14336: 4 for each set of warps that
+// covers a row), so that a warp's 32 lanes take 32 blocks of one row: a row's sum is warp
+// sums stored side by side, no shared atomics (a first version added each group's sum to its
+// row with shared-memory float atomics: ~150 us a layer in them).
 __host__ __device__ inline int slot_rows(int s) {
     return kRowsAWarp * (kThreads / 32 / (stage_in(s) / 1024));  // 16 of 4096 inputs, 4 of 14336
 }
@@ -1254,9 +1254,19 @@ int main(int argc, char** argv) {
     for (float v : ref) hmax = std::max(hmax, double(std::fabs(v)));
     printf("reference h after 2 layers: max |h| %.3f\n", hmax);
 
-    run_variant<5, 2>(m, sms, false, ref, copy);
-    run_variant<5, 9>(m, sms, false, ref, copy);
-    run_variant<5, 10>(m, sms, false, ref, copy);
-    run_variant<5, 2>(m, sms, false, ref, copy);
+    // The variants, by letter (session 19's tables in docs/hip.md).
+    const char* pick = argc > 2 ? argv[2] : "cdegfj";
+    if (strchr(pick, 'a')) run_variant<8, 0>(m, sms, false, ref, copy);   // k_persistent, cp.async
+    if (strchr(pick, 'b')) run_variant<8, 1>(m, sms, false, ref, copy);   // k_persistent, bulk
+    if (strchr(pick, 'c')) run_variant<5, 2>(m, sms, false, ref, copy);   // k_ws
+    if (strchr(pick, 'd')) run_variant<5, 3>(m, sms, false, ref, copy);   // k_dyn
+    if (strchr(pick, 'e')) run_variant<5, 4>(m, sms, false, ref, copy);   // k_ll
+    if (strchr(pick, 'f')) run_variant<5, 7>(m, sms, false, ref, copy);   // no barrier
+    if (strchr(pick, 'g')) run_variant<5, 8>(m, sms, false, ref, copy);   // no barrier, no prep
+    if (strchr(pick, 'h')) run_variant<5, 9>(m, sms, false, ref, copy);   // polls 64 ns apart
+    if (strchr(pick, 'i')) run_variant<5, 10>(m, sms, false, ref, copy);  // release add
+    if (strchr(pick, 'j')) run_variant<5, 2>(m, sms, true, ref, copy);    // k_ws per stage
+    if (strchr(pick, 'k')) run_variant<5, 3>(m, sms, true, ref, copy);    // k_dyn per stage
+    if (strchr(pick, 'l')) run_variant<4, 1, 2>(m, sms, false, ref, copy);  // 2 blocks an SM
     return 0;
 }
