@@ -73,8 +73,8 @@ void ConversationListModel::refresh() {
     const std::string query = search_.trimmed().toStdString();
     const bool archived = showArchived_;
     QPointer<ConversationListModel> self(this);
-    // The job runs on the store's reader thread; the reply is queued to this object's thread
-    // (dropped by Qt if the model is gone by then: the store is joined before the model dies).
+    // The job runs on the store's reader thread; the reply is queued to the UI thread (postTo:
+    // dropped if the model is gone by then).
     (void)store_.read([self, ticket, query, archived](store::ChatStore& s) {
         std::vector<Row> rows;
         QString error;
