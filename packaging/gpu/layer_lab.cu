@@ -399,24 +399,25 @@ __device__ inline void consume(const uint8_t* slot, const Cursor& c, const Act& 
     const int set = w / WPR, part = w % WPR, blk = part * 32 + lane;
     const int nrows = slot_rows_left(c);
     const uint8_t* g0 = slot + (blk / 8) * kGroupBytes;
+    // No branch per row (rows past the slot's end read its last row and are dropped below),
+    // and each row's 8 dot products in two chains of 4: ncu showed the warps waiting on the
+    // one 8-deep chain of dependent dp4a per row, the rows not interleaved behind the branch.
     float v[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-        const int row = set * R + r;
-        v[r] = 0;
-        if (row >= nrows) continue;  // warp-uniform
+        const int row = min(set * R + r, nrows - 1);
         const uint8_t* g = g0 + row * RB;
         const float d = __half2float(reinterpret_cast<const __half*>(g)[blk % 8]);
         const uint4 q = *reinterpret_cast<const uint4*>(g + 16 + (blk % 8) * 16);
-        int t = __dp4a(int(q.x & M4), x.lo.x, 0);
-        t = __dp4a(int(q.y & M4), x.lo.y, t);
-        t = __dp4a(int(q.z & M4), x.lo.z, t);
-        t = __dp4a(int(q.w & M4), x.lo.w, t);
-        t = __dp4a(int((q.x >> 4) & M4), x.hi.x, t);
-        t = __dp4a(int((q.y >> 4) & M4), x.hi.y, t);
-        t = __dp4a(int((q.z >> 4) & M4), x.hi.z, t);
-        t = __dp4a(int((q.w >> 4) & M4), x.hi.w, t);
-        v[r] = d * (x.ds.x * float(t) - 8.0f * x.ds.y);  // nibbles minus 8 via the sum
+        int t0 = __dp4a(int(q.x & M4), x.lo.x, 0);
+        int t1 = __dp4a(int((q.x >> 4) & M4), x.hi.x, 0);
+        t0 = __dp4a(int(q.y & M4), x.lo.y, t0);
+        t1 = __dp4a(int((q.y >> 4) & M4), x.hi.y, t1);
+        t0 = __dp4a(int(q.z & M4), x.lo.z, t0);
+        t1 = __dp4a(int((q.z >> 4) & M4), x.hi.z, t1);
+        t0 = __dp4a(int(q.w & M4), x.lo.w, t0);
+        t1 = __dp4a(int((q.w >> 4) & M4), x.hi.w, t1);
+        v[r] = d * (x.ds.x * float(t0 + t1) - 8.0f * x.ds.y);  // nibbles minus 8 via the sum
     }
     // butterfly: after xor 16 a lane holds rows (upper ? 2, 3 : 0, 1), after xor 8 one row
     const bool up16 = lane & 16, up8 = lane & 8;
@@ -535,7 +536,13 @@ __global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
 // __syncthreads, and the bulk-copy instruction held it 0.2-0.3 us a slot).
 // Skip (measuring only: the results are wrong): 1 = no grid barrier, 2 = no barrier and no input
 // preparation (the stage reads the q8 input left in shared memory): what the stage waits cost.
-template <int S, int Skip = 0, int BarMode = 0>
+// Pre (> 0): the producer also asks L2 for the slot Pre slots past the one it issues, before it
+// waits for a free ring slot, so that the stream goes on (into L2) while the consumers wait at
+// a stage boundary with the ring full.
+__device__ inline void prefetch_l2(const void* src, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+}
+template <int S, int Skip = 0, int BarMode = 0, int Pre = 0>
 __global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
     extern __shared__ __align__(16) uint8_t smem[];
     uint8_t* ring = smem;
@@ -555,10 +562,17 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
 
     if (threadIdx.x >= kThreads) {  // the producer warp
         if (threadIdx.x != kThreads) return;
-        Cursor prod;
+        Cursor prod, pre;
         enter(p, prod, p.stage_begin);
+        enter(p, pre, p.stage_begin);
+        for (int j = 0; j < Pre && pre.gs < p.stage_end; ++j) advance(p, pre);
         for (int j = 0; prod.gs < p.stage_end; ++j) {
             const int i = j % S;
+            if (Pre > 0 && pre.gs < p.stage_end) {
+                prefetch_l2(pre.base + int64_t(pre.row) * pre.rb,
+                            unsigned(slot_rows_left(pre) * pre.rb));
+                advance(p, pre);
+            }
             if (j >= S) mbar_wait(empty + i, unsigned(j / S - 1) & 1u);
             const int bytes = slot_rows_left(prod) * prod.rb;
             bulk_load(ring + i * kSlotBytes, prod.base + int64_t(prod.row) * prod.rb,
@@ -1011,6 +1025,8 @@ template <int S, int Kind, int BPS>
 auto kernel_of() {
     if constexpr (Kind == 7 || Kind == 8)
         return k_ws<S, Kind - 6>;
+    else if constexpr (Kind >= 11 && Kind <= 14)
+        return k_ws < S, 0, 0, Kind == 11 ? 4 : Kind == 12 ? 8 : Kind == 13 ? 12 : 20 > ;
     else if constexpr (Kind == 9 || Kind == 10)
         return k_ws<S, 0, Kind - 8>;
     else if constexpr (Kind >= 4)
@@ -1126,17 +1142,21 @@ void run_variant(const Model& m, int sms, bool per_stage, const std::vector<floa
     const double gbs = m.bytes_per_layer / (us_layer * 1e-6) / 1e9;
     printf("  %-12s %s %d/SM S=%-2d %8.2f us a layer  %6.0f GB/s  %.3f of copy   err %.1e%s\n",
            per_stage ? "per-stage" : "persistent",
-           Kind == 10  ? "ws, release add + relaxed polls"
-           : Kind == 9 ? "ws, polls 64 ns apart"
-           : Kind == 8 ? "ws, no barrier or prep (wrong results)"
-           : Kind == 7 ? "ws, no barrier (wrong results)"
-           : Kind == 6 ? "ll/1000ns"
-           : Kind == 5 ? "ll/200ns"
-           : Kind == 4 ? "ll   "
-           : Kind == 3 ? "dyn  "
-           : Kind == 2 ? "ws   "
-           : Kind == 1 ? "bulk "
-                       : "cp16 ",
+           Kind == 14   ? "ws, L2 prefetch 20 slots ahead"
+           : Kind == 13 ? "ws, L2 prefetch 12 slots ahead"
+           : Kind == 12 ? "ws, L2 prefetch 8 slots ahead"
+           : Kind == 11 ? "ws, L2 prefetch 4 slots ahead"
+           : Kind == 10 ? "ws, release add + relaxed polls"
+           : Kind == 9  ? "ws, polls 64 ns apart"
+           : Kind == 8  ? "ws, no barrier or prep (wrong results)"
+           : Kind == 7  ? "ws, no barrier (wrong results)"
+           : Kind == 6  ? "ll/1000ns"
+           : Kind == 5  ? "ll/200ns"
+           : Kind == 4  ? "ll   "
+           : Kind == 3  ? "dyn  "
+           : Kind == 2  ? "ws   "
+           : Kind == 1  ? "bulk "
+                        : "cp16 ",
            BPS, S, us_layer, gbs, gbs / copy_gbs, worst, worst > 2e-3 ? "  WRONG" : "");
     const double to_us = 1e3 / clock_khz / m.layers;
     printf(
@@ -1268,5 +1288,9 @@ int main(int argc, char** argv) {
     if (strchr(pick, 'j')) run_variant<5, 2>(m, sms, true, ref, copy);    // k_ws per stage
     if (strchr(pick, 'k')) run_variant<5, 3>(m, sms, true, ref, copy);    // k_dyn per stage
     if (strchr(pick, 'l')) run_variant<4, 1, 2>(m, sms, false, ref, copy);  // 2 blocks an SM
+    if (strchr(pick, 'm')) run_variant<5, 11>(m, sms, false, ref, copy);    // L2 prefetch 4
+    if (strchr(pick, 'n')) run_variant<5, 12>(m, sms, false, ref, copy);    // 8
+    if (strchr(pick, 'o')) run_variant<5, 13>(m, sms, false, ref, copy);    // 12
+    if (strchr(pick, 'p')) run_variant<5, 14>(m, sms, false, ref, copy);    // 20
     return 0;
 }
