@@ -49,14 +49,7 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "lab_rates.cuh"
 
 constexpr int kDim = 4096, kFf = 14336, kQkv = 6144;
 constexpr int kStages = 4;
@@ -456,21 +449,120 @@ __device__ void finish(const Params& p, int s, Smem& m) {
     }
 }
 
-template <int S, bool Bulk, int BPS>
-__global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
-    extern __shared__ __align__(16) uint8_t smem[];
-    uint8_t* ring = smem;
+// Block-uniform phases (each ends at a barrier), timed by thread 0 into shared memory
+// (registers are short at 2 blocks an SM); added to prof[block][5] at the end.
+enum Phase { kPrep, kBar, kWait, kUse, kIssue };
+struct PhaseClock {
+    unsigned long long* t;  // [6]: the 5 phases, then the last lap's clock
+    __device__ void start() {
+        if (threadIdx.x != 0) return;
+        for (int i = 0; i < 5; ++i) t[i] = 0;
+        t[5] = clock64();
+    }
+    __device__ void lap(Phase i) {
+        if (threadIdx.x != 0) return;
+        const unsigned long long now = clock64();
+        t[i] += now - t[5];
+        t[5] = now;
+    }
+    __device__ void store(unsigned long long* prof) const {
+        if (threadIdx.x != 0 || !prof) return;
+        for (int i = 0; i < 5; ++i) prof[5 * blockIdx.x + i] += t[i];
+    }
+};
+
+// Shared memory: the ring of S slots, the q8 input, acc[1024] (red[32] after it, k_dyn and k_ll
+// place theirs), then the kernel's mbarriers and the rest.
+__device__ inline Smem carve(uint8_t* smem, int S) {
     Smem m;
     m.xq = reinterpret_cast<int8_t*>(smem + S * kSlotBytes);
     m.xds = reinterpret_cast<float2*>(smem + S * kSlotBytes + kFf);
     m.acc = reinterpret_cast<float*>(smem + S * kSlotBytes + kFf + kFf / 32 * 8);
     m.red = m.acc + 1024;
-    uint64_t* bars = reinterpret_cast<uint64_t*>(m.red + 32);  // [S]
+    return m;
+}
+__device__ inline uint64_t* after_red(const Smem& m) {
+    return reinterpret_cast<uint64_t*>(m.red + 32);
+}
+
+// The slot's rows against the stage's input (the items a row as a template argument).
+__device__ inline void consume_slot(const uint8_t* slot, const Cursor& c, const Act& x, Smem& m) {
+    if (c.s == 3)
+        consume<kFf / 32>(slot, c, x, m);
+    else
+        consume<kDim / 32>(slot, c, x, m);
+}
+// After the input is in shared memory: every thread's activation block in registers.
+__device__ inline Act stage_acts(int s, Smem& m) {
+    csync();  // the q8 input complete
+    return s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
+}
+
+// The warp-specialised kernels' producer (lane 0 of the last warp): every slot of the block's
+// stream, bulk-copied into the ring as the consumers free it. Pre > 0: the slot Pre past the
+// one issued is also asked of L2 before the wait for a free ring slot, so that the stream goes
+// on (into L2) while the consumers wait at a stage boundary with the ring full.
+__device__ inline void prefetch_l2(const void* src, unsigned bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+}
+template <int S, int Pre = 0>
+__device__ void produce(const Params& p, uint8_t* ring, uint64_t* full, uint64_t* empty) {
+    Cursor prod, pre;
+    enter(p, prod, p.stage_begin);
+    enter(p, pre, p.stage_begin);
+    for (int j = 0; j < Pre && pre.gs < p.stage_end; ++j) advance(p, pre);
+    for (int j = 0; prod.gs < p.stage_end; ++j) {
+        const int i = j % S;
+        if (Pre > 0 && pre.gs < p.stage_end) {
+            prefetch_l2(pre.base + int64_t(pre.row) * pre.rb,
+                        unsigned(slot_rows_left(pre) * pre.rb));
+            advance(p, pre);
+        }
+        if (j >= S) mbar_wait(empty + i, unsigned(j / S - 1) & 1u);
+        const int bytes = slot_rows_left(prod) * prod.rb;
+        bulk_load(ring + i * kSlotBytes, prod.base + int64_t(prod.row) * prod.rb, unsigned(bytes),
+                  full + i);
+        advance(p, prod);
+    }
+}
+// A consumer warp's turn at ring slot k of the warp-specialised kernels: wait for its bytes,
+// consume it, hand it back to the producer, and move the cursor on.
+template <int S>
+__device__ inline void use_slot(const Params& p, int k, const uint8_t* ring, uint64_t* full,
+                                uint64_t* empty, Cursor& cons, const Act& x, Smem& m,
+                                PhaseClock& clk) {
+    mbar_wait(full + k % S, unsigned(k / S) & 1u);
+    clk.lap(kWait);
+    consume_slot(ring + (k % S) * kSlotBytes, cons, x, m);
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) mbar_arrive(empty + k % S);
+    advance(p, cons);
+    clk.lap(kUse);
+}
+// full[i]: 1 arrival (the producer's, with the bytes); empty[i]: the 16 consumer warps.
+template <int S>
+__device__ void init_ring_barriers(uint64_t* full, uint64_t* empty) {
+    if (threadIdx.x < S) {
+        mbar_init_n(full + threadIdx.x, 1);
+        mbar_init_n(empty + threadIdx.x, kThreads / 32);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+template <int S, bool Bulk, int BPS>
+__global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
+    extern __shared__ __align__(16) uint8_t smem[];
+    uint8_t* ring = smem;
+    Smem m = carve(smem, S);
+    uint64_t* bars = after_red(m);  // [S]
     if (Bulk) {
         if (threadIdx.x < S) mbar_init(bars + threadIdx.x);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         __syncthreads();
     }
+    __shared__ unsigned long long clock_t6[6];
+    PhaseClock clk{clock_t6};
+    clk.start();
 
     Cursor prod, cons;
     enter(p, prod, p.stage_begin);
@@ -479,32 +571,17 @@ __global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
     int cur = -1;
     unsigned barriers = 0;
     Act x;
-    // Block-uniform phases (each ends at a __syncthreads), timed by thread 0 into shared
-    // memory (registers are short at 2 blocks an SM).
-    __shared__ unsigned long long ph[6];  // prepare, barrier, slot wait, consume, issue; last lap
-    enum { t_prep, t_bar, t_wait, t_use, t_issue };
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < 5; ++i) ph[i] = 0;
-        ph[5] = clock64();
-    }
-    auto lap = [&](int i) {
-        if (threadIdx.x != 0) return;
-        const unsigned long long now = clock64();
-        ph[i] += now - ph[5];
-        ph[5] = now;
-    };
     for (int k = 0; cons.gs < p.stage_end; ++k) {
         if (cons.gs != cur) {
             if (cur >= 0) {
                 finish(p, cur % kStages, m);
                 grid_barrier(p.bar, gridDim.x * ++barriers);
-                lap(t_bar);
+                clk.lap(kBar);
             }
             prepare(p, cons.s, m);
-            __syncthreads();  // the q8 input complete
-            x = cons.s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
+            x = stage_acts(cons.s, m);
             cur = cons.gs;
-            lap(t_prep);
+            clk.lap(kPrep);
         }
         if (Bulk) {
             mbar_wait(bars + k % S, unsigned(k / S) & 1u);
@@ -512,21 +589,15 @@ __global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
             cp_wait<S - 2>();
         }
         __syncthreads();  // slot k landed for every thread; slot k - 1 free (all consumed it)
-        lap(t_wait);
-        if (cons.s == 3)
-            consume<kFf / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
-        else
-            consume<kDim / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
-        lap(t_use);
+        clk.lap(kWait);
+        consume_slot(ring + (k % S) * kSlotBytes, cons, x, m);
+        clk.lap(kUse);
         issue<Bulk>(p, prod, ring + ((k + S - 1) % S) * kSlotBytes, bars + (k + S - 1) % S);
         advance(p, cons);
-        lap(t_issue);
+        clk.lap(kIssue);
     }
     if (cur >= 0) finish(p, cur % kStages, m);
-    if (threadIdx.x == 0 && p.prof) {
-        unsigned long long* o = p.prof + 5 * blockIdx.x;
-        for (int i = 0; i < 5; ++i) o[i] += ph[i];
-    }
+    clk.store(p.prof);
 }
 
 // Warp-specialised: 16 consumer warps and one producer warp whose lane 0 streams the block's
@@ -536,98 +607,44 @@ __global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
 // __syncthreads, and the bulk-copy instruction held it 0.2-0.3 us a slot).
 // Skip (measuring only: the results are wrong): 1 = no grid barrier, 2 = no barrier and no input
 // preparation (the stage reads the q8 input left in shared memory): what the stage waits cost.
-// Pre (> 0): the producer also asks L2 for the slot Pre slots past the one it issues, before it
-// waits for a free ring slot, so that the stream goes on (into L2) while the consumers wait at
-// a stage boundary with the ring full.
-__device__ inline void prefetch_l2(const void* src, unsigned bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
 template <int S, int Skip = 0, int BarMode = 0, int Pre = 0>
 __global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
     extern __shared__ __align__(16) uint8_t smem[];
     uint8_t* ring = smem;
-    Smem m;
-    m.xq = reinterpret_cast<int8_t*>(smem + S * kSlotBytes);
-    m.xds = reinterpret_cast<float2*>(smem + S * kSlotBytes + kFf);
-    m.acc = reinterpret_cast<float*>(smem + S * kSlotBytes + kFf + kFf / 32 * 8);
-    m.red = m.acc + 1024;
-    uint64_t* full = reinterpret_cast<uint64_t*>(m.red + 32);  // [S]
-    uint64_t* empty = full + S;                                // [S]
-    if (threadIdx.x < S) {
-        mbar_init_n(full + threadIdx.x, 1);
-        mbar_init_n(empty + threadIdx.x, kThreads / 32);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    Smem m = carve(smem, S);
+    uint64_t* full = after_red(m);  // [S]
+    uint64_t* empty = full + S;     // [S]
+    init_ring_barriers<S>(full, empty);
     __syncthreads();
-
     if (threadIdx.x >= kThreads) {  // the producer warp
-        if (threadIdx.x != kThreads) return;
-        Cursor prod, pre;
-        enter(p, prod, p.stage_begin);
-        enter(p, pre, p.stage_begin);
-        for (int j = 0; j < Pre && pre.gs < p.stage_end; ++j) advance(p, pre);
-        for (int j = 0; prod.gs < p.stage_end; ++j) {
-            const int i = j % S;
-            if (Pre > 0 && pre.gs < p.stage_end) {
-                prefetch_l2(pre.base + int64_t(pre.row) * pre.rb,
-                            unsigned(slot_rows_left(pre) * pre.rb));
-                advance(p, pre);
-            }
-            if (j >= S) mbar_wait(empty + i, unsigned(j / S - 1) & 1u);
-            const int bytes = slot_rows_left(prod) * prod.rb;
-            bulk_load(ring + i * kSlotBytes, prod.base + int64_t(prod.row) * prod.rb,
-                      unsigned(bytes), full + i);
-            advance(p, prod);
-        }
+        if (threadIdx.x == kThreads) produce<S, Pre>(p, ring, full, empty);
         return;
     }
+    __shared__ unsigned long long clock_t6[6];
+    PhaseClock clk{clock_t6};
+    clk.start();
 
     Cursor cons;
     enter(p, cons, p.stage_begin);
     int cur = -1;
     unsigned barriers = 0;
     Act x;
-    __shared__ unsigned long long ph[6];
-    enum { t_prep, t_bar, t_wait, t_use, t_issue };
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < 5; ++i) ph[i] = 0;
-        ph[5] = clock64();
-    }
-    auto lap = [&](int i) {
-        if (threadIdx.x != 0) return;
-        const unsigned long long now = clock64();
-        ph[i] += now - ph[5];
-        ph[5] = now;
-    };
     for (int k = 0; cons.gs < p.stage_end; ++k) {
         if (cons.gs != cur) {
             if (cur >= 0) {
                 finish(p, cur % kStages, m);
                 if (Skip == 0) grid_barrier<BarMode>(p.bar, gridDim.x * ++barriers);
-                lap(t_bar);
+                clk.lap(kBar);
             }
             if (Skip < 2 || cur < 0) prepare(p, cons.s, m);
-            csync();  // the q8 input complete
-            x = cons.s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
+            x = stage_acts(cons.s, m);
             cur = cons.gs;
-            lap(t_prep);
+            clk.lap(kPrep);
         }
-        mbar_wait(full + k % S, unsigned(k / S) & 1u);
-        lap(t_wait);
-        if (cons.s == 3)
-            consume<kFf / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
-        else
-            consume<kDim / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
-        __syncwarp();
-        if (threadIdx.x % 32 == 0) mbar_arrive(empty + k % S);
-        advance(p, cons);
-        lap(t_use);
+        use_slot<S>(p, k, ring, full, empty, cons, x, m, clk);
     }
     if (cur >= 0) finish(p, cur % kStages, m);
-    if (threadIdx.x == 0 && p.prof) {
-        unsigned long long* o = p.prof + 5 * blockIdx.x;
-        for (int i = 0; i < 5; ++i) o[i] += ph[i];
-    }
+    clk.store(p.prof);
 }
 
 // Dynamic chunks: a block's producer claims the next chunk of rows (one slot: 16 rows of 4096
@@ -668,22 +685,14 @@ template <int S>
 __global__ void __launch_bounds__(kThreads + 32, 1) k_dyn(Params p) {
     extern __shared__ __align__(16) uint8_t smem[];
     uint8_t* ring = smem;
-    Smem m;
-    m.xq = reinterpret_cast<int8_t*>(smem + S * kSlotBytes);
-    m.xds = reinterpret_cast<float2*>(smem + S * kSlotBytes + kFf);
-    float* parts = reinterpret_cast<float*>(smem + S * kSlotBytes + kFf + kFf / 32 * 8);  // [S][64]
-    m.red = parts + S * 64;
-    m.acc = nullptr;
-    int2* hdr = reinterpret_cast<int2*>(m.red + 32);       // [S] (global stage, chunk)
-    unsigned* cnt = reinterpret_cast<unsigned*>(hdr + S);  // [S] warps done with the slot
+    Smem m = carve(smem, S);
+    float* parts = m.acc;  // [S][64]: a slot's warp sums (acc is S * 64 floats here)
+    int2* hdr = reinterpret_cast<int2*>(after_red(m));                      // [S] (stage, chunk)
+    unsigned* cnt = reinterpret_cast<unsigned*>(hdr + S);                   // [S] warps done
     uint64_t* full = reinterpret_cast<uint64_t*>(cnt + 2 * ((S + 1) / 2));  // [S]
     uint64_t* empty = full + S;                                             // [S]
-    if (threadIdx.x < S) {
-        mbar_init_n(full + threadIdx.x, 1);
-        mbar_init_n(empty + threadIdx.x, kThreads / 32);
-        cnt[threadIdx.x] = 0;
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    init_ring_barriers<S>(full, empty);
+    if (threadIdx.x < S) cnt[threadIdx.x] = 0;
     __syncthreads();
 
     if (threadIdx.x >= kThreads) {  // the producer warp
@@ -709,26 +718,17 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_dyn(Params p) {
             c = atomicAdd(p.claim + gs, 1u);  // the next claim, on its way during the next wait
         }
     }
+    __shared__ unsigned long long clock_t6[6];
+    PhaseClock clk{clock_t6};
+    clk.start();
 
     const int lane = threadIdx.x % 32;
     int cur = -1;
     Act x;
-    __shared__ unsigned long long ph[6];
-    enum { t_prep, t_bar, t_wait, t_use, t_issue };
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < 5; ++i) ph[i] = 0;
-        ph[5] = clock64();
-    }
-    auto lap = [&](int i) {
-        if (threadIdx.x != 0) return;
-        const unsigned long long now = clock64();
-        ph[i] += now - ph[5];
-        ph[5] = now;
-    };
     for (int k = 0;; ++k) {
         const int i = k % S;
         mbar_wait(full + i, unsigned(k / S) & 1u);
-        lap(t_wait);
+        clk.lap(kWait);
         const int2 h = hdr[i];
         if (h.x < 0) break;
         const int s = h.x % kStages;
@@ -739,20 +739,17 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_dyn(Params p) {
                 }
             }
             csync();
-            lap(t_bar);
+            clk.lap(kBar);
             prepare(p, s, m);
-            csync();  // the q8 input complete
-            x = s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
+            x = stage_acts(s, m);
             cur = h.x;
-            lap(t_prep);
+            clk.lap(kPrep);
         }
         const Cursor c{h.x, s, slot_rows(s), 0, int(stage_row_bytes(s)), slot_rows(s), nullptr};
-        m.acc = parts + i * 64;
-        if (s == 3)
-            consume<kFf / 32>(ring + i * kSlotBytes, c, x, m);
-        else
-            consume<kDim / 32>(ring + i * kSlotBytes, c, x, m);
-        lap(t_use);
+        Smem ms = m;
+        ms.acc = parts + i * 64;
+        consume_slot(ring + i * kSlotBytes, c, x, ms);
+        clk.lap(kUse);
         __syncwarp();
         unsigned last = 0;
         if (lane == 0) {
@@ -773,12 +770,9 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_dyn(Params p) {
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(empty + i);
-        lap(t_issue);  // (here: counting, finishing the chunk)
+        clk.lap(kIssue);  // (here: counting, finishing the chunk)
     }
-    if (threadIdx.x == 0 && p.prof) {
-        unsigned long long* o = p.prof + 5 * blockIdx.x;
-        for (int i = 0; i < 5; ++i) o[i] += ph[i];
-    }
+    clk.store(p.prof);
 }
 
 // k_ws with flag-in-data stage outputs (prepare_ll): no grid barrier. A block owns the same
@@ -788,19 +782,11 @@ template <int S, unsigned SleepNs>
 __global__ void __launch_bounds__(kThreads + 32, 1) k_ll(Params p) {
     extern __shared__ __align__(16) uint8_t smem[];
     uint8_t* ring = smem;
-    Smem m;
-    m.xq = reinterpret_cast<int8_t*>(smem + S * kSlotBytes);
-    m.xds = reinterpret_cast<float2*>(smem + S * kSlotBytes + kFf);
-    m.acc = reinterpret_cast<float*>(smem + S * kSlotBytes + kFf + kFf / 32 * 8);
-    m.red = m.acc + 1024 - 64;             // acc needs <= 872 (gate / up) of its 1024
-    float* hrow = m.acc + 1024 - 32 - 64;  // [<= 32] this block's rows of h (64: its half)
-    uint64_t* full = reinterpret_cast<uint64_t*>(m.acc + 1024 + 32);  // [S]
-    uint64_t* empty = full + S;                                       // [S]
-    if (threadIdx.x < S) {
-        mbar_init_n(full + threadIdx.x, 1);
-        mbar_init_n(empty + threadIdx.x, kThreads / 32);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    Smem m = carve(smem, S);
+    float* hrow = m.acc + 1024 - 32;  // [<= 32] this block's rows of h (acc uses <= 872)
+    uint64_t* full = after_red(m);    // [S]
+    uint64_t* empty = full + S;       // [S]
+    init_ring_barriers<S>(full, empty);
     {
         int r0, r1;
         row_range(1, r0, r1);
@@ -808,38 +794,14 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_ll(Params p) {
             hrow[i] = __uint_as_float(p.h_ll[r0 + i].x);
     }
     __syncthreads();
-
     if (threadIdx.x >= kThreads) {  // the producer warp, as k_ws
-        if (threadIdx.x != kThreads) return;
-        Cursor prod;
-        enter(p, prod, p.stage_begin);
-        for (int j = 0; prod.gs < p.stage_end; ++j) {
-            const int i = j % S;
-            if (j >= S) mbar_wait(empty + i, unsigned(j / S - 1) & 1u);
-            const int bytes = slot_rows_left(prod) * prod.rb;
-            bulk_load(ring + i * kSlotBytes, prod.base + int64_t(prod.row) * prod.rb,
-                      unsigned(bytes), full + i);
-            advance(p, prod);
-        }
+        if (threadIdx.x == kThreads) produce<S>(p, ring, full, empty);
         return;
     }
+    __shared__ unsigned long long clock_t6[6];
+    PhaseClock clk{clock_t6};
+    clk.start();
 
-    Cursor cons;
-    enter(p, cons, p.stage_begin);
-    int cur = -1;
-    Act x;
-    __shared__ unsigned long long ph[6];
-    enum { t_prep, t_bar, t_wait, t_use, t_issue };
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < 5; ++i) ph[i] = 0;
-        ph[5] = clock64();
-    }
-    auto lap = [&](int i) {
-        if (threadIdx.x != 0) return;
-        const unsigned long long now = clock64();
-        ph[i] += now - ph[5];
-        ph[5] = now;
-    };
     // The stage's rows out as pairs flagged gs + 1 (s = 2: the gated activation of its pairs).
     auto finish_ll = [&](int gs) {
         const int s = gs % kStages;
@@ -868,33 +830,24 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_ll(Params p) {
             }
         }
     };
+    Cursor cons;
+    enter(p, cons, p.stage_begin);
+    int cur = -1;
+    Act x;
     for (int k = 0; cons.gs < p.stage_end; ++k) {
         if (cons.gs != cur) {
             if (cur >= 0) finish_ll(cur);
             csync();  // acc[] read (finish) before the next stage's parts
-            lap(t_bar);
+            clk.lap(kBar);
             prepare_ll(p, cons.s, unsigned(cons.gs), m, SleepNs);
-            csync();  // the q8 input complete
-            x = cons.s == 3 ? act_of<kFf / 32>(m) : act_of<kDim / 32>(m);
+            x = stage_acts(cons.s, m);
             cur = cons.gs;
-            lap(t_prep);
+            clk.lap(kPrep);
         }
-        mbar_wait(full + k % S, unsigned(k / S) & 1u);
-        lap(t_wait);
-        if (cons.s == 3)
-            consume<kFf / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
-        else
-            consume<kDim / 32>(ring + (k % S) * kSlotBytes, cons, x, m);
-        __syncwarp();
-        if (threadIdx.x % 32 == 0) mbar_arrive(empty + k % S);
-        advance(p, cons);
-        lap(t_use);
+        use_slot<S>(p, k, ring, full, empty, cons, x, m, clk);
     }
     if (cur >= 0) finish_ll(cur);
-    if (threadIdx.x == 0 && p.prof) {
-        unsigned long long* o = p.prof + 5 * blockIdx.x;
-        for (int i = 0; i < 5; ++i) o[i] += ph[i];
-    }
+    clk.store(p.prof);
 }
 
 // ---- the reference ---------------------------------------------------------------------------
@@ -978,16 +931,6 @@ __global__ void k_fill(uint8_t* w, int64_t bytes, uint32_t seed) {
         }
         reinterpret_cast<uint4*>(w)[i] = make_uint4(v[0], v[1], v[2], v[3]);
     }
-}
-
-__global__ void k_read(const uint4* p, int64_t n, unsigned* out) {
-    unsigned s = 0;
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-         i += int64_t(gridDim.x) * blockDim.x) {
-        const uint4 v = __ldcs(p + i);
-        s ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (s == 0x12345678u) out[0] = s;
 }
 
 struct Model {
@@ -1182,34 +1125,7 @@ int main(int argc, char** argv) {
     const int sms = prop.multiProcessorCount;
     printf("%s, %d SMs, L2 %d MB\n", prop.name, sms, prop.l2CacheSize >> 20);
 
-    // the copy yardstick, as the product measures it
-    const size_t n = size_t(1) << 30;
-    void *a, *b;
-    CK(cudaMalloc(&a, n));
-    CK(cudaMalloc(&b, n));
-    CK(cudaMemset(a, 1, n));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < 10; ++i) CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice));
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    const double copy = 2.0 * n * 10 / (ms * 1e-3) / 1e9;
-    unsigned* o;
-    CK(cudaMalloc(&o, 4));
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < 10; ++i) k_read<<<sms * 8, 512>>>(static_cast<const uint4*>(a), n / 16, o);
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    printf("copy (D2D, read + written): %.0f GB/s; read-only kernel: %.0f GB/s\n", copy,
-           double(n) * 10 / (ms * 1e-3) / 1e9);
-    CK(cudaFree(a));
-    CK(cudaFree(b));
+    const double copy = measure_rates(sms).copy_gbs;  // the yardstick, as the product's
 
     Model m;
     m.layers = layers;

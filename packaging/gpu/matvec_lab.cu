@@ -26,14 +26,7 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "lab_rates.cuh"
 
 constexpr uint32_t M4 = 0x0F0F0F0Fu;
 
@@ -251,17 +244,6 @@ __global__ void __launch_bounds__(T) k_v4(Args a) {
     write_rows<R, T>(a, row0, acc);
 }
 
-// Plain read bandwidth: sum of uint4 words.
-__global__ void k_read(const uint4* p, int64_t n, unsigned* out) {
-    unsigned s = 0;
-    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-         i += int64_t(gridDim.x) * blockDim.x) {
-        const uint4 v = p[i];
-        s ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (s == 0x12345678u) out[0] = s;
-}
-
 #ifdef WITH_PRODUCT
 #include "hip_ops.h"
 #include "hip_packed.h"
@@ -466,35 +448,7 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
-    const size_t n = size_t(1) << 30;
-    void *a, *b;
-    CK(cudaMalloc(&a, n));
-    CK(cudaMalloc(&b, n));
-    CK(cudaMemset(a, 1, n));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < 10; ++i) CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice));
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    const double copy = 2.0 * n * 10 / (ms * 1e-3) / 1e9;
-    unsigned* o;
-    CK(cudaMalloc(&o, 4));
-    k_read<<<prop.multiProcessorCount * 8, 512>>>(static_cast<const uint4*>(a), n / 16, o);
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < 10; ++i)
-        k_read<<<prop.multiProcessorCount * 8, 512>>>(static_cast<const uint4*>(a), n / 16, o);
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    printf("copy (D2D, read + written): %.0f GB/s; read-only kernel: %.0f GB/s\n", copy,
-           double(n) * 10 / (ms * 1e-3) / 1e9);
-    cudaFree(a);
-    cudaFree(b);
+    const double copy = measure_rates(prop.multiProcessorCount).copy_gbs;
     if (strchr(shapes, 'a')) run_shape<16>("8B gate+up", 28672, 4096, copy, only, pool_mb);
     if (strchr(shapes, 'b')) run_shape<16>("8B down", 4096, 14336, copy, only, pool_mb);
     if (strchr(shapes, 'c')) run_shape<16>("8B qkv", 6144, 4096, copy, only, pool_mb);
