@@ -27,7 +27,8 @@
 //   k_ll          k_ws with flag-in-data outputs: (value, flag) 8-byte stores, the readers poll
 //                 the values themselves (no fence, no counter);
 //   k_ws<S, Skip> measuring bounds with the barrier, or the barrier and the input preparation,
-//                 left out (wrong results).
+//                 left out (wrong results); k_ws<.., Cl> in thread-block clusters of Cl that
+//                 share the input's fetch and quantising (distributed shared memory).
 // Each timed as "persistent" (all stages of all layers in one launch) and "per-stage" (a launch
 // per stage in a CUDA graph: kernel boundaries in place of the barrier, the ring refilled from
 // empty), next to the device's copy rate (cudaMemcpy D2D, read + written, as `tandem-cli bench`)
@@ -38,6 +39,7 @@
 // Build (nvcc 12+, sm_90: bulk copies and mbarriers): nvcc -O3 -std=c++20 \
 //   -gencode arch=compute_90,code=sm_90 packaging/gpu/layer_lab.cu -o layer-lab
 // Run: layer-lab [layers = 32] [variants = cdegfj: letters, listed at the end of main()]
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -364,6 +366,89 @@ __device__ void quantise(int s, float4 (&v)[kPrepVec], Smem& m) {
     }
 }
 
+// Cluster preparation (k_ws<.., Cl > 1>, launched in thread-block clusters of Cl): CTA r of the
+// cluster reads and quantises the r-th share of the input (its raw values: a q8 block's ints
+// do not change with the norm, its scale does) and writes the ints and scales into every
+// member's shared memory (distributed shared memory), with its share of the sum of squares,
+// then arrives on every member's input_ready mbarrier; each member waits for its Cl arrivals
+// and scales by the norm itself (norm_of). The L2 reads and the
+// quantising are 1 / Cl of k_ws's.
+namespace cg = cooperative_groups;
+template <int Cl>
+__device__ void prepare_cluster(const Params& p, int s, Smem& m, float* ss_parts,
+                                uint64_t* input_ready, unsigned parity) {
+    cg::cluster_group cluster = cg::this_cluster();
+    const unsigned r = cluster.block_rank();
+    const int n4 = stage_in(s) / 4, share = n4 / Cl, lo = int(r) * share;
+    const int lane = threadIdx.x % 32, wp = threadIdx.x / 32;
+    const float* src = s == 0 || s == 2 ? p.h : s == 1 ? p.qkv : p.gu;
+    constexpr int V = (kFf / 4 / Cl + kThreads - 1) / kThreads;
+    float4 v[V];
+    float ss = 0;
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+        const int f = lo + int(threadIdx.x) + k * kThreads;
+        v[k] = f < lo + share ? __ldcg(reinterpret_cast<const float4*>(src) + f)
+                              : make_float4(0, 0, 0, 0);
+        ss += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+    }
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+        const int f = lo + int(threadIdx.x) + k * kThreads;
+        if (f >= lo + share) break;  // whole 8-lane groups (share is a multiple of 8)
+        float amax =
+            fmaxf(fmaxf(fabsf(v[k].x), fabsf(v[k].y)), fmaxf(fabsf(v[k].z), fabsf(v[k].w)));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+        const float d = amax / 127.0f;
+        const int q0 = d > 0 ? int(rintf(v[k].x / d)) : 0, q1 = d > 0 ? int(rintf(v[k].y / d)) : 0;
+        const int q2 = d > 0 ? int(rintf(v[k].z / d)) : 0, q3 = d > 0 ? int(rintf(v[k].w / d)) : 0;
+        const uint32_t word = uint32_t(q0 & 255) | uint32_t(q1 & 255) << 8 |
+                              uint32_t(q2 & 255) << 16 | uint32_t(q3 & 255) << 24;
+        int sum = q0 + q1 + q2 + q3;
+        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+        for (int t = 0; t < Cl; ++t) {
+            reinterpret_cast<uint32_t*>(cluster.map_shared_rank(m.xq, t))[f] = word;
+            if ((lane & 7) == 0)
+                cluster.map_shared_rank(m.xds, t)[f / 8] = make_float2(d, d * float(sum));
+        }
+    }
+    ss = warp_sum(ss);
+    if (lane == 0) m.red[wp] = ss;
+    csync();  // (also: every thread's remote stores before thread 0's release below)
+    if (threadIdx.x == 0) {
+        float t = 0;
+        for (int i = 0; i < kThreads / 32; ++i) t += m.red[i];
+        for (int q = 0; q < Cl; ++q) cluster.map_shared_rank(ss_parts, q)[r] = t;
+        // Each member's input_ready counts Cl arrivals a stage (a cluster barrier would wait
+        // for the producer warp too, which never comes).
+        for (int q = 0; q < Cl; ++q) {
+            unsigned remote;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+                         : "=r"(remote)
+                         : "r"(smem_addr(input_ready)), "r"(q));
+            asm volatile(
+                "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote)
+                : "memory");
+        }
+    }
+    asm volatile(
+        "{\n .reg .pred p;\n W: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], "
+        "%1;\n @!p bra W;\n}\n" ::"r"(smem_addr(input_ready)),
+        "r"(parity)
+        : "memory");
+}
+template <int Cl>
+__device__ inline float norm_of(int s, const float* ss_parts) {
+    if (s != 0 && s != 2) return 1.0f;
+    float t = 0;
+    for (int q = 0; q < Cl; ++q) t += ss_parts[q];
+    return rsqrtf(t / float(stage_in(s)) + 1e-5f);
+}
+
 // A thread's share of the stage's input: the one 32-value block (blk = thread % IPR) it meets
 // in every row, held in registers through the stage (an earlier version read it from shared
 // memory per item: 58 bytes of shared reads per 16 weight bytes; consume took 40 us a layer).
@@ -607,7 +692,7 @@ __global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
 // __syncthreads, and the bulk-copy instruction held it 0.2-0.3 us a slot).
 // Skip (measuring only: the results are wrong): 1 = no grid barrier, 2 = no barrier and no input
 // preparation (the stage reads the q8 input left in shared memory): what the stage waits cost.
-template <int S, int Skip = 0, int BarMode = 0, int Pre = 0>
+template <int S, int Skip = 0, int BarMode = 0, int Pre = 0, int Cl = 1>
 __global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
     extern __shared__ __align__(16) uint8_t smem[];
     uint8_t* ring = smem;
@@ -615,7 +700,14 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
     uint64_t* full = after_red(m);  // [S]
     uint64_t* empty = full + S;     // [S]
     init_ring_barriers<S>(full, empty);
-    __syncthreads();
+    __shared__ uint64_t input_ready;  // Cl > 1: the cluster's shares of a stage's input landed
+    if (Cl > 1) {
+        if (threadIdx.x == 0) mbar_init_n(&input_ready, Cl);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        cg::this_cluster().sync();  // every member's barrier initialised before any arrives
+    } else {
+        __syncthreads();
+    }
     if (threadIdx.x >= kThreads) {  // the producer warp
         if (threadIdx.x == kThreads) produce<S, Pre>(p, ring, full, empty);
         return;
@@ -623,6 +715,8 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
     __shared__ unsigned long long clock_t6[6];
     PhaseClock clk{clock_t6};
     clk.start();
+    __shared__ float ss_parts[Cl > 1 ? Cl : 1];  // Cl > 1: each member's sum of squares
+    unsigned prepared = 0;                       // Cl > 1: stages prepared (input_ready's phase)
 
     Cursor cons;
     enter(p, cons, p.stage_begin);
@@ -636,8 +730,16 @@ __global__ void __launch_bounds__(kThreads + 32, 1) k_ws(Params p) {
                 if (Skip == 0) grid_barrier<BarMode>(p.bar, gridDim.x * ++barriers);
                 clk.lap(kBar);
             }
-            if (Skip < 2 || cur < 0) prepare(p, cons.s, m);
-            x = stage_acts(cons.s, m);
+            if (Cl > 1) {
+                prepare_cluster<Cl>(p, cons.s, m, ss_parts, &input_ready, prepared++ & 1u);
+                x = stage_acts(cons.s, m);
+                const float norm = norm_of<Cl>(cons.s, ss_parts);
+                x.ds.x *= norm;
+                x.ds.y *= norm;
+            } else {
+                if (Skip < 2 || cur < 0) prepare(p, cons.s, m);
+                x = stage_acts(cons.s, m);
+            }
             cur = cons.gs;
             clk.lap(kPrep);
         }
@@ -968,6 +1070,8 @@ template <int S, int Kind, int BPS>
 auto kernel_of() {
     if constexpr (Kind == 7 || Kind == 8)
         return k_ws<S, Kind - 6>;
+    else if constexpr (Kind == 15 || Kind == 16)
+        return k_ws < S, 0, 0, 0, Kind == 15 ? 2 : 4 > ;
     else if constexpr (Kind >= 11 && Kind <= 14)
         return k_ws < S, 0, 0, Kind == 11 ? 4 : Kind == 12 ? 8 : Kind == 13 ? 12 : 20 > ;
     else if constexpr (Kind == 9 || Kind == 10)
@@ -996,8 +1100,34 @@ void launch_persistent(const Model& m, int sms, int b, int e, cudaStream_t st) {
         CK(cudaMemsetAsync(m.qkv_ll, 0, kQkv * 8, st));
         CK(cudaMemsetAsync(m.act_ll, 0, kFf * 8, st));
     }
-    kernel_of<S, Kind, BPS>()<<<sms * BPS, threads_of<Kind>(), smem_bytes<S>(), st>>>(
-        params(m, b, e));
+    if constexpr (Kind == 15 || Kind == 16) {
+        // Clusters of 2 or 4 on the SMs that can hold them all at once (a persistent grid).
+        const int cl = Kind == 15 ? 2 : 4;
+        cudaLaunchConfig_t cfg{};
+        cudaLaunchAttribute attr{};
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = unsigned(cl);
+        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+        cfg.blockDim = dim3(threads_of<Kind>());
+        cfg.dynamicSmemBytes = smem_bytes<S>();
+        cfg.stream = st;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        cfg.gridDim = dim3(unsigned(sms / cl * cl));
+        int fit = 0;
+        CK(cudaOccupancyMaxActiveClusters(&fit, kernel_of<S, Kind, BPS>(), &cfg));
+        cfg.gridDim = dim3(unsigned(std::min(fit, sms / cl) * cl));
+        static bool told = false;
+        if (!told) {
+            told = true;
+            printf("  (clusters of %d: %d fit at once, a grid of %u blocks)\n", cl, fit,
+                   cfg.gridDim.x);
+        }
+        CK(cudaLaunchKernelEx(&cfg, kernel_of<S, Kind, BPS>(), params(m, b, e)));
+    } else {
+        kernel_of<S, Kind, BPS>()<<<sms * BPS, threads_of<Kind>(), smem_bytes<S>(), st>>>(
+            params(m, b, e));
+    }
 }
 
 static std::vector<float> read_h(const Model& m, bool ll = false) {
@@ -1073,10 +1203,12 @@ void run_variant(const Model& m, int sms, bool per_stage, const std::vector<floa
     CK(cudaMemcpy(prof.data(), m.prof, prof.size() * 8, cudaMemcpyDeviceToHost));
     double ph[5] = {}, lo[5], hi[5];
     for (int i = 0; i < 5; ++i) lo[i] = 1e300, hi[i] = 0;
+    int ran = 0;  // blocks of the grid (a cluster launch may leave SMs out)
+    for (int b = 0; b < sms * BPS; ++b) ran += prof[5 * b + 3] != 0;
     for (int b = 0; b < sms * BPS; ++b)
-        for (int i = 0; i < 5; ++i) {
+        for (int i = 0; i < 5 && prof[5 * b + 3] != 0; ++i) {
             const double v = double(prof[5 * b + i]);
-            ph[i] += v / (sms * BPS);
+            ph[i] += v / ran;
             lo[i] = std::min(lo[i], v);
             hi[i] = std::max(hi[i], v);
         }
@@ -1085,7 +1217,9 @@ void run_variant(const Model& m, int sms, bool per_stage, const std::vector<floa
     const double gbs = m.bytes_per_layer / (us_layer * 1e-6) / 1e9;
     printf("  %-12s %s %d/SM S=%-2d %8.2f us a layer  %6.0f GB/s  %.3f of copy   err %.1e%s\n",
            per_stage ? "per-stage" : "persistent",
-           Kind == 14   ? "ws, L2 prefetch 20 slots ahead"
+           Kind == 16   ? "ws, clusters of 4"
+           : Kind == 15 ? "ws, clusters of 2"
+           : Kind == 14 ? "ws, L2 prefetch 20 slots ahead"
            : Kind == 13 ? "ws, L2 prefetch 12 slots ahead"
            : Kind == 12 ? "ws, L2 prefetch 8 slots ahead"
            : Kind == 11 ? "ws, L2 prefetch 4 slots ahead"
@@ -1208,5 +1342,7 @@ int main(int argc, char** argv) {
     if (strchr(pick, 'n')) run_variant<5, 12>(m, sms, false, ref, copy);    // 8
     if (strchr(pick, 'o')) run_variant<5, 13>(m, sms, false, ref, copy);    // 12
     if (strchr(pick, 'p')) run_variant<5, 14>(m, sms, false, ref, copy);    // 20
+    if (strchr(pick, 'q')) run_variant<5, 15>(m, sms, false, ref, copy);    // clusters of 2
+    if (strchr(pick, 'r')) run_variant<5, 16>(m, sms, false, ref, copy);    // clusters of 4
     return 0;
 }
