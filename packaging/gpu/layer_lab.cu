@@ -325,6 +325,24 @@ __device__ void prepare_ll(const Params& p, int s, unsigned flag, Smem& m, unsig
     quantise(s, v, m);
 }
 
+// 4 values of a q8 block whose 32 values are the float4s of 8 adjacent lanes: their int8s as
+// one word, and the block's (scale, scale * sum of its ints) in ds.
+__device__ inline uint32_t quantise4(const float4& v, float2& ds) {
+    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+    const float d = amax / 127.0f;
+    const int q0 = d > 0 ? int(rintf(v.x / d)) : 0, q1 = d > 0 ? int(rintf(v.y / d)) : 0;
+    const int q2 = d > 0 ? int(rintf(v.z / d)) : 0, q3 = d > 0 ? int(rintf(v.w / d)) : 0;
+    int sum = q0 + q1 + q2 + q3;
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+    ds = make_float2(d, d * float(sum));
+    return uint32_t(q0 & 255) | uint32_t(q1 & 255) << 8 | uint32_t(q2 & 255) << 16 |
+           uint32_t(q3 & 255) << 24;
+}
 __device__ void quantise(int s, float4 (&v)[kPrepVec], Smem& m) {
     const int n4 = stage_in(s) / 4, lane = threadIdx.x % 32, wp = threadIdx.x / 32;
     if (s == 0 || s == 2) {
@@ -348,21 +366,9 @@ __device__ void quantise(int s, float4 (&v)[kPrepVec], Smem& m) {
     for (int k = 0; k < kPrepVec; ++k) {
         const int f = threadIdx.x + k * kThreads;
         if (f >= n4) break;
-        float amax =
-            fmaxf(fmaxf(fabsf(v[k].x), fabsf(v[k].y)), fmaxf(fabsf(v[k].z), fabsf(v[k].w)));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-        const float d = amax / 127.0f;
-        const int q0 = d > 0 ? int(rintf(v[k].x / d)) : 0, q1 = d > 0 ? int(rintf(v[k].y / d)) : 0;
-        const int q2 = d > 0 ? int(rintf(v[k].z / d)) : 0, q3 = d > 0 ? int(rintf(v[k].w / d)) : 0;
-        reinterpret_cast<uint32_t*>(m.xq)[f] = uint32_t(q0 & 255) | uint32_t(q1 & 255) << 8 |
-                                               uint32_t(q2 & 255) << 16 | uint32_t(q3 & 255) << 24;
-        int sum = q0 + q1 + q2 + q3;
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 4);
-        if ((lane & 7) == 0) m.xds[f / 8] = make_float2(d, d * float(sum));
+        float2 ds;
+        reinterpret_cast<uint32_t*>(m.xq)[f] = quantise4(v[k], ds);
+        if ((lane & 7) == 0) m.xds[f / 8] = ds;
     }
 }
 
@@ -396,24 +402,11 @@ __device__ void prepare_cluster(const Params& p, int s, Smem& m, float* ss_parts
     for (int k = 0; k < V; ++k) {
         const int f = lo + int(threadIdx.x) + k * kThreads;
         if (f >= lo + share) break;  // whole 8-lane groups (share is a multiple of 8)
-        float amax =
-            fmaxf(fmaxf(fabsf(v[k].x), fabsf(v[k].y)), fmaxf(fabsf(v[k].z), fabsf(v[k].w)));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-        amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-        const float d = amax / 127.0f;
-        const int q0 = d > 0 ? int(rintf(v[k].x / d)) : 0, q1 = d > 0 ? int(rintf(v[k].y / d)) : 0;
-        const int q2 = d > 0 ? int(rintf(v[k].z / d)) : 0, q3 = d > 0 ? int(rintf(v[k].w / d)) : 0;
-        const uint32_t word = uint32_t(q0 & 255) | uint32_t(q1 & 255) << 8 |
-                              uint32_t(q2 & 255) << 16 | uint32_t(q3 & 255) << 24;
-        int sum = q0 + q1 + q2 + q3;
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+        float2 ds;
+        const uint32_t word = quantise4(v[k], ds);
         for (int t = 0; t < Cl; ++t) {
             reinterpret_cast<uint32_t*>(cluster.map_shared_rank(m.xq, t))[f] = word;
-            if ((lane & 7) == 0)
-                cluster.map_shared_rank(m.xds, t)[f / 8] = make_float2(d, d * float(sum));
+            if ((lane & 7) == 0) cluster.map_shared_rank(m.xds, t)[f / 8] = ds;
         }
     }
     ss = warp_sum(ss);
