@@ -1064,13 +1064,13 @@ auto kernel_of() {
     if constexpr (Kind == 7 || Kind == 8)
         return k_ws<S, Kind - 6>;
     else if constexpr (Kind == 15 || Kind == 16)
-        return k_ws < S, 0, 0, 0, Kind == 15 ? 2 : 4 > ;
+        return k_ws<S, 0, 0, 0, (Kind == 15 ? 2 : 4)>;
     else if constexpr (Kind >= 11 && Kind <= 14)
-        return k_ws < S, 0, 0, Kind == 11 ? 4 : Kind == 12 ? 8 : Kind == 13 ? 12 : 20 > ;
+        return k_ws<S, 0, 0, (Kind == 11 ? 4 : Kind == 12 ? 8 : Kind == 13 ? 12 : 20)>;
     else if constexpr (Kind == 9 || Kind == 10)
         return k_ws<S, 0, Kind - 8>;
     else if constexpr (Kind >= 4)
-        return k_ll < S, Kind == 4 ? 0u : Kind == 5 ? 200u : 1000u > ;
+        return k_ll<S, (Kind == 4 ? 0u : Kind == 5 ? 200u : 1000u)>;
     else if constexpr (Kind == 3)
         return k_dyn<S>;
     else if constexpr (Kind == 2)
