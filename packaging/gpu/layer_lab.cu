@@ -77,9 +77,6 @@ __host__ __device__ inline int64_t stage_row_bytes(int s) {
 __host__ __device__ inline int slot_rows(int s) {
     return kRowsAWarp * (kThreads / 32 / (stage_in(s) / 1024));  // 16 of 4096 inputs, 4 of 14336
 }
-__host__ __device__ inline int64_t slot_bytes(int s) {
-    return slot_rows(s) * stage_row_bytes(s);
-}
 
 struct Params {
     const uint8_t* const* w;     // [layers * 4] the matrices
@@ -113,9 +110,6 @@ __device__ inline void cp_wait() {
 // mbarrier completes when its bytes have landed.
 __device__ inline unsigned smem_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ inline void mbar_init(uint64_t* bar) {
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;\n" ::"r"(smem_addr(bar)));
 }
 __device__ inline void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
     asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
@@ -249,10 +243,6 @@ struct Smem {
 
 __device__ inline float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-__device__ inline float warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
@@ -634,7 +624,7 @@ __global__ void __launch_bounds__(kThreads, BPS) k_persistent(Params p) {
     Smem m = carve(smem, S);
     uint64_t* bars = after_red(m);  // [S]
     if (Bulk) {
-        if (threadIdx.x < S) mbar_init(bars + threadIdx.x);
+        if (threadIdx.x < S) mbar_init_n(bars + threadIdx.x, 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         __syncthreads();
     }
