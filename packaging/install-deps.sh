@@ -7,6 +7,7 @@ set -euo pipefail
 DEB_PACKAGES=(
   # toolchain
   build-essential cmake ninja-build ccache pkg-config git clang clang-format libclang-rt-14-dev
+  clang-16  # the HIP backend's RDNA3 (WMMA) kernels: a compile check (hipcc is clang 15)
   python3 python3-pip python3-venv
   # libraries
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqrencode-dev

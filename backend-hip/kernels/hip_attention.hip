@@ -10,6 +10,7 @@
 #include <string>
 
 #include "hip_attention_flash.h"
+#include "hip_attention_mma.h"
 #include "hip_attention_split.h"
 #include "hip_blocks.h"
 #include "hip_decode.h"
@@ -390,8 +391,8 @@ void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16
 bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, int64_t n_head,
                       int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
                       float softcap, const void* k_cache, const void* v_cache, bool f16,
-                      float* scratch, uint64_t scratch_floats, float* out, hipStream_t s,
-                      void* q8) {
+                      float* scratch, uint64_t scratch_floats, float* out, hipStream_t s, void* q8,
+                      bool mma) {
     launch_require(q && k_cache && v_cache && out, "attention", "null tensor");
     launch_require(head_dim > 0 && head_dim <= attention_max_head_dim() && n_kv_head > 0 &&
                        n_head % n_kv_head == 0 && window >= 0 && n_past,
@@ -442,7 +443,23 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                        (head_dim == 64 || head_dim == 128 || head_dim == 256) &&
                        n_kv_head <= kMaxGridY && reinterpret_cast<uintptr_t>(q) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(out) % 16 == 0 && attention_flash_enabled();
-    if (flash) {
+    // On the matrix units where the backend's check passed: f16 cache, head_dim 64 / 128.
+    const bool on_mma = flash && mma && f16 && (head_dim == 64 || head_dim == 128);
+    if (on_mma) {
+        const int64_t rows = n_tokens * (n_head / n_kv_head);  // per KV head
+        const dim3 grid(static_cast<unsigned>((rows + kAttnMmaRows - 1) / kAttnMmaRows),
+                        static_cast<unsigned>(n_kv_head));
+        const auto* kh = static_cast<const uint16_t*>(k_cache);
+        const auto* vh = static_cast<const uint16_t*>(v_cache);
+        if (head_dim == 64)
+            TANDEM_LAUNCH_OVERLAPPED(k_attention_mma<64>, grid, dim3(kAttnMmaThreads), 0, s, q,
+                                     n_tokens, n_head, n_kv_head, window, scale, softcap, kh, vh,
+                                     n_past, out);
+        else
+            TANDEM_LAUNCH_OVERLAPPED(k_attention_mma<128>, grid, dim3(kAttnMmaThreads), 0, s, q,
+                                     n_tokens, n_head, n_kv_head, window, scale, softcap, kh, vh,
+                                     n_past, out);
+    } else if (flash) {
         const int64_t rows = n_tokens * (n_head / n_kv_head);  // per KV head
         const dim3 grid(static_cast<unsigned>((rows + kFlashRows - 1) / kFlashRows),
                         static_cast<unsigned>(n_kv_head));

@@ -298,4 +298,41 @@ __device__ inline void decode8(const uint8_t* row, int64_t k, float* w) {
     }
 }
 
+inline bool aligned(const void* p, uintptr_t a) {
+    return reinterpret_cast<uintptr_t>(p) % a == 0;
+}
+
+// Rows start where the kernels' loads need them: 16 bytes for the wide units, 2 for the
+// 2-byte-aligned blocks, 4 for the element-wise decode (f32).
+template <DType T>
+bool rows_aligned(const void* w, int64_t stride) {
+    uintptr_t a = 4;
+    if constexpr (Blocks<T>::kFast) a = Blocks<T>::kWide ? 16 : 2;
+    return aligned(w, a) && stride % int64_t(a) == 0;
+}
+
+// Weights k..k+31 of a row (k a multiple of 32): one unit load where a unit holds all 32 (the
+// pieces by constant index, so the unit's registers stay registers).
+template <DType T>
+__device__ inline void decode32(const uint8_t* row, int64_t k, float* w) {
+    if constexpr (Blocks<T>::kFast) {
+        using B = Blocks<T>;
+        static_assert(B::kWeights == 32 || B::kWeights == 64, "units of 32 or 64 weights");
+        typename B::Raw r;
+        B::load(row, k / B::kWeights, r);
+        int first = 0;  // the unit's first piece of the 32
+        if constexpr (B::kWeights == 64) first = k % 64 == 0 ? 0 : 4;
+        if (first == 0) {
+#pragma unroll
+            for (int p = 0; p < 4; ++p) B::piece(r, p, w + 8 * p);
+        } else {
+#pragma unroll
+            for (int p = 0; p < 4; ++p) B::piece(r, (4 + p) % (B::kWeights / 8), w + 8 * p);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) w[i] = load_weight<T>(row, k + i);
+    }
+}
+
 }  // namespace tandem::hip

@@ -156,19 +156,6 @@ __global__ void __launch_bounds__(kTiledThreads)
     }
 }
 
-bool aligned(const void* p, uintptr_t a) {
-    return reinterpret_cast<uintptr_t>(p) % a == 0;
-}
-
-// Rows start where the kernels' loads need them: 16 bytes for the wide units, 2 for the
-// 2-byte-aligned blocks, 4 for the element-wise decode (f32).
-template <DType T>
-bool rows_aligned(const void* w, int64_t stride) {
-    uintptr_t a = 4;
-    if constexpr (Blocks<T>::kFast) a = Blocks<T>::kWide ? 16 : 2;
-    return aligned(w, a) && stride % int64_t(a) == 0;
-}
-
 template <DType T, int TM>
 void matvec_as(const void* w, int64_t n_in, int64_t row_stride, int64_t n_out, const float* x,
                int64_t n_tok, const float* bias, float* out, hipStream_t s) {

@@ -39,8 +39,10 @@ void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_gr
 void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows,
                      const int32_t* ids, int64_t n, float* out, hipStream_t s);
 // out[t, o] = sum_i W[o, i] x[t, i] (+ bias[o]); W [n_out, n_in] of `type`, x [n_tok, n_in].
+// mma: prefill (9+ tokens) may take the matrix-unit kernel (launch_mat_mul_mma), which rounds
+// weights and activations to f16; the backend sets it where the kernel passed its check.
 void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
-                    int64_t n_tok, const float* bias, float* out, hipStream_t s);
+                    int64_t n_tok, const float* bias, float* out, hipStream_t s, bool mma = false);
 // Fast paths of launch_mat_mul (hip_matmul.hip). Each returns false, enqueueing nothing, for a
 // type, shape or alignment it does not cover. Decode matvec: n_tok <= kMatvecMaxTokens.
 constexpr int64_t kMatvecMaxTokens = 8;
@@ -48,6 +50,14 @@ bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const
                    int64_t n_tok, const float* bias, float* out, hipStream_t s);
 bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
                           int64_t n_tok, const float* bias, float* out, hipStream_t s);
+// Prefill on the matrix units (hip_matmul_mma.hip, hip_mma.h): f16 weights and activations, f32
+// sums; not f32 / bf16 weights, rows of a multiple of 32. mma_kind(device) launches a probe: which
+// instruction the device's compilation got (0: none, the kernel is empty there);
+// mma_kind_name() says it in words.
+bool launch_mat_mul_mma(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
+                        int64_t n_tok, const float* bias, float* out, hipStream_t s);
+int mma_kind(int device);
+const char* mma_kind_name(int kind);
 // Decode matvec over int8 activations (hip_matvec_q8.hip): x [n_tok, n_in] is quantised once
 // (launch_quantize_q8, into q8_act_bytes() of device memory: int8 per value in the layout of
 // hip_q8_layout.h, a float scale and sum per 32; rows of a multiple of 256 values), then each
@@ -159,12 +169,14 @@ void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16
 // attention_zeroed_floats() must be zero when first given, and stay untouched by anything else
 // (ticket counters, left zero by every launch). q8 (or null):
 // where the output's q8 activations go (q8_act_bytes(n_head * head_dim, n_tokens)), written
-// when the split path runs and head_dim % 32 == 0 (returned).
+// when the split path runs and head_dim % 32 == 0 (returned). mma: prefill over an f16 cache
+// with head_dim 64 / 128 may run on the matrix units (hip_attention_mma.h: q and the softmax
+// weights rounded to f16); the backend sets it where the kernel passed its check.
 bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, int64_t n_head,
                       int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
                       float softcap, const void* k_cache, const void* v_cache, bool f16,
                       float* scratch, uint64_t scratch_floats, float* out, hipStream_t s,
-                      void* q8 = nullptr);
+                      void* q8 = nullptr, bool mma = false);
 uint64_t attention_scratch_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim);
 uint64_t attention_zeroed_floats();
 // Largest head_dim launch_attention takes.

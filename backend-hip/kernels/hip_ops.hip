@@ -360,7 +360,7 @@ void launch_get_rows(DType kind, const void* table, int64_t n_in, int64_t n_rows
 }
 
 void launch_mat_mul(DType kind, const void* w, int64_t n_in, int64_t n_out, const float* x,
-                    int64_t n_tok, const float* bias, float* out, hipStream_t s) {
+                    int64_t n_tok, const float* bias, float* out, hipStream_t s, bool mma) {
     launch_require(w && x && out, "mat_mul", "null tensor");
     const DType type = file_type(kind);  // kind: the layout the kernels read (hip_packed.h)
     launch_require(weight_type_supported(type), "mat_mul",
@@ -373,9 +373,12 @@ void launch_mat_mul(DType kind, const void* w, int64_t n_in, int64_t n_out, cons
     launch_require(n_out >= 0 && n_out <= kMaxGridX && n_tok >= 0, "mat_mul",
                    std::to_string(n_out) + " outputs, " + std::to_string(n_tok) + " tokens");
     if (n_out == 0 || n_tok == 0) return;
-    // Fast paths first: a decode matvec for a few tokens, a tiled matmul for prefill; both
-    // decline shapes/types/alignments they do not cover and the generic kernel runs.
+    // Fast paths first: a decode matvec for a few tokens, the matrix units or a tiled matmul for
+    // prefill; each declines shapes/types/alignments they do not cover and the generic kernel runs.
     if (n_tok <= kMatvecMaxTokens && launch_matvec(kind, w, n_in, n_out, x, n_tok, bias, out, s))
+        return;
+    if (n_tok > kMatvecMaxTokens && mma &&
+        launch_mat_mul_mma(kind, w, n_in, n_out, x, n_tok, bias, out, s))
         return;
     if (n_tok > kMatvecMaxTokens &&
         launch_mat_mul_tiled(kind, w, n_in, n_out, x, n_tok, bias, out, s))

@@ -1,8 +1,7 @@
 #pragma once
 // The HIP backend: weights, KV cache and scratch in device memory, step inputs/outputs through
-// one pinned staging buffer, every node of a step enqueued on one stream and waited for once.
-// can_compute() stays false until every op of the forward pass runs here (docs/hip.md); the ops
-// that exist run through compute() and are tested directly against the CPU backend.
+// one pinned staging buffer, every node of a step enqueued on one stream (a captured graph once
+// a step shape repeats) and waited for once. Every op of the forward pass runs here (docs/hip.md).
 #include <memory>
 
 #include "tandem/backend/backend.h"

@@ -8,12 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "hip_backend.h"
 #include "hip_buffers.h"
 #include "hip_host_ranges.h"
+#include "hip_mma_check.h"
 #include "hip_ops.h"
 #include "hip_profile.h"
 #include "tandem/backend/collective.h"
@@ -56,6 +58,10 @@ class HipBackend final : public Backend {
         norm_fuse_ = env_switch("TANDEM_HIP_NORM_FUSE", 1) != 0;
         repack_ = env_switch("TANDEM_HIP_REPACK", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
+        mma_prefill_ = env_switch("TANDEM_HIP_MMA", 1) != 0 && mma_prefill_passes();
+        mma_attention_ = mma_prefill_ && mma_attention_passes();
+        info_.f16_prefill_matmul = mma_prefill_;
+        info_.f16_prefill_attention = mma_attention_;
     }
     ~HipBackend() override {
         (void)hipStreamSynchronize(stream_);
@@ -295,6 +301,13 @@ class HipBackend final : public Backend {
     // Q4_0 / Q8_0 / Q6_K weights copied to the device are repacked (hip_packed.h);
     // TANDEM_HIP_REPACK=0 keeps the file layout.
     bool repack_ = true;
+    // Prefill matmuls and attention on the matrix units (TANDEM_HIP_MMA=0: the f32 tiles), where
+    // the device's compilation has them and each passed its check.
+    bool mma_prefill_ = false, mma_attention_ = false;
+    bool mma_prefill_passes();
+    bool mma_attention_passes();
+    std::string checked(std::string (*check_fn)(hipStream_t));
+    bool mma_takes(DType t) const { return mma_prefill_ && t != DType::F32 && t != DType::BF16; }
     std::vector<HostRange> host_ranges_;
     double copy_bw_ = -1;
     NodeProfile profile_{env_switch("TANDEM_HIP_PROFILE", 0) != 0};
@@ -1016,13 +1029,61 @@ const float2* HipBackend::rope_table(const int32_t* pos, int64_t rows, int64_t n
     return t;
 }
 
+// A check's verdict; a runtime error on the way (an allocation, a copy) counts as a failure,
+// since the f32 tiles still work.
+std::string HipBackend::checked(std::string (*check_fn)(hipStream_t)) {
+    try {
+        return check_fn(stream_);
+    } catch (const std::exception& e) {
+        (void)hipGetLastError();  // a failed launch's error, not the next call's
+        return e.what();
+    }
+}
+
+// Where the device's compilation has a matrix-unit kernel, it must agree with the f32 tiles on
+// a small product first; DeviceInfo's notes say which prefill the device got.
+bool HipBackend::mma_prefill_passes() {
+    const int kind = mma_kind(info_.index);
+    std::string note;
+    bool ok = false;
+    if (kind == 0) {
+        note = "prefill without matrix units (none in this device's compilation)";
+    } else if (const std::string why = checked(mma_prefill_check); !why.empty()) {
+        note = std::string("prefill without matrix units (f32 tiles instead): ") +
+               mma_kind_name(kind) + " failed its check: " + why;
+        std::fprintf(stderr, "hip backend: %s\n", note.c_str());
+    } else {
+        note = std::string("prefill on ") + mma_kind_name(kind);
+        ok = true;
+    }
+    info_.notes += (info_.notes.empty() ? "" : "; ") + note;
+    return ok;
+}
+
+// Prefill attention on the same units (f16 caches, head_dim 64 / 128) checked the same way,
+// against the f32 flash tiles.
+bool HipBackend::mma_attention_passes() {
+    const std::string why = checked(mma_attention_check);
+    if (why.empty()) {
+        info_.notes += "; prefill attention on them too";
+        return true;
+    }
+    const std::string note =
+        "prefill attention without matrix units (f32 tiles instead): failed its check: " + why;
+    std::fprintf(stderr, "hip backend: %s\n", note.c_str());
+    info_.notes += "; " + note;
+    return false;
+}
+
 // The profile table's row for a node: the op, and for matmuls the weight type and path.
 std::string HipBackend::profile_key(const Graph& g, const Node& n, bool decode) const {
     std::string key = std::string(decode ? "decode " : "prefill ") + op_name(n.op);
     if (n.op == Op::MatMul) {
         const int64_t t = g.tensor(n.src[1]).rows();
         key += " " + std::string(dtype_name(weight_of(g, n.src[0]).desc.type)) +
-               (t <= kMatvecMaxTokens ? " matvec" : " tiled");
+               (t <= kMatvecMaxTokens                         ? " matvec"
+                : mma_takes(weight_of(g, n.src[0]).desc.type) ? " mma"
+                                                              : " tiled");
     }
     return key;
 }
@@ -1091,7 +1152,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             }
             if (pending_.y == x) materialise_norm();  // the f32 kernel reads the norm's output
             launch_mat_mul(w.kind, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
-                           g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_);
+                           g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_, mma_prefill_);
             break;
         }
         case Op::Rope:
@@ -1116,7 +1177,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
                                  kc.type == DType::F16,
                                  reinterpret_cast<float*>(attn_scratch_.data()),
                                  attn_scratch_.size() / sizeof(float), y, stream_,
-                                 q8 ? q8_scratch_.data() : nullptr))
+                                 q8 ? q8_scratch_.data() : nullptr, mma_attention_))
                 set_q8_src(y, out.rows(), out.cols());
             break;
         }

@@ -69,6 +69,8 @@ INSTANTIATE_TEST_SUITE_P(HfTiny, HipModels,
 // quantises activations to q8 for block types, so those compare looser.
 TEST(HipModelsQuantised, HalfAndBlockWeightsWithF16CacheMatchCpu) {
     TANDEM_HIP_OR_SKIP(probe);
+    const bool probe_mma = probe->device().f16_prefill_matmul;
+    const bool probe_attn_mma = probe->device().f16_prefill_attention;
     probe.reset();
     TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/gemma3-tiny");
     const HfReference ref = load_hf_reference(dir);
@@ -80,12 +82,17 @@ TEST(HipModelsQuantised, HalfAndBlockWeightsWithF16CacheMatchCpu) {
         const double e = max_rel_row_error(lh, lc, model->hp.n_vocab);
         std::printf("gemma3-tiny %s: hip vs cpu %.2e\n", std::string(dtype_name(t)).c_str(), e);
         const bool half = t == DType::F16 || t == DType::BF16;
+        // A prefill on the matrix units rounds every f16 weight's product's activations to f16
+        // (2^-12 relative each, through every layer), and its attention q and softmax weights:
+        // 5e-3, as the Vulkan backend's cooperative matrices.
+        const bool f16_prefill =
+            ((t == DType::F16 && probe_mma) || probe_attn_mma) && ref.prompt.size() >= 9;
         // Block types: the CPU backend rounds activations to q8 blocks, HIP keeps them in f32.
         // On this random-weight model (near-flat logits) that alone moves logits by a few %
         // (H100, 2026-11-21: q8_0 3.2e-2, q4_k 5.0e-2; docs/engine.md's per-type table shows
         // weight rounding of the same size), so the bound catches wrong kernels (errors ~1), not
         // the rounding difference.
-        EXPECT_LT(e, half ? 1e-4 : 8e-2) << dtype_name(t);
+        EXPECT_LT(e, !half ? 8e-2 : f16_prefill ? 5e-3 : 1e-4) << dtype_name(t);
     }
 }
 

@@ -11,6 +11,7 @@
 //   output);
 // - the vectorised RMSNorm on model-sized rows (all in registers, longer rows re-read, per-head
 //   groups) against a double formula;
+// - prefill matmuls on the matrix units against a double sum over f16-rounded inputs;
 // - prefill attention in chunks replayed while n_past moves, on the tiled flash kernel and with
 //   TANDEM_HIP_FLASH=0 on the one-block-per-(token, head) kernel, against a double reference
 //   and the CPU backend.
@@ -233,46 +234,134 @@ TEST(HipSpeedPaths, RepackedWeightsEveryKernel) {
     } cases[] = {{4096, 21, 1},  {2304, 37, 3}, {14336, 5, 8}, {512, 70, 70},
                  {2048, 40, 20}, {4096, 6, 2},  {96, 9, 2}};
     for (const char* repack : {"1", "0"})
-        for (const char* q8 : {"1", "0"}) {
-            ::setenv("TANDEM_HIP_REPACK", repack, 1);
-            ::setenv("TANDEM_HIP_Q8", q8, 1);
-            auto hip = hip_backend();
+        for (const char* q8 : {"1", "0"})
+            for (const char* mma : {"1", "0"}) {
+                ::setenv("TANDEM_HIP_REPACK", repack, 1);
+                ::setenv("TANDEM_HIP_Q8", q8, 1);
+                ::setenv("TANDEM_HIP_MMA", mma, 1);
+                auto hip = hip_backend();
+                ::unsetenv("TANDEM_HIP_REPACK");
+                ::unsetenv("TANDEM_HIP_Q8");
+                ::unsetenv("TANDEM_HIP_MMA");
+                if (!hip)
+                    GTEST_SKIP()
+                        << "no HIP backend (plugin not built, or no ROCm/CUDA device on this "
+                           "host)";
+                for (const auto& c : cases)
+                    for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q6_K}) {
+                        if (c.n_in % int64_t(dtype_traits(t).block_elems) != 0) continue;
+                        QuantWeight w(t, {c.n_in, c.n_out, 1}, uint32_t(c.n_out + c.T));
+                        auto x =
+                            random_floats(size_t(c.n_in * c.T), uint32_t(c.T + 3), -2.0f, 2.0f);
+                        std::vector<float> y, rows;
+                        std::vector<int32_t> ids{0, int32_t(c.n_out - 1), int32_t(c.n_out / 2)};
+                        OpGraph g;
+                        const TensorId wt = g.weight(*hip, w);
+                        g.node(Op::MatMul, g.output(y, c.n_out, c.T),
+                               {wt, g.input(x.data(), c.n_in, c.T)});
+                        g.node(Op::GetRows, g.output(rows, c.n_in, 3),
+                               {wt, g.input(ids.data(), 3, 1, DType::I32)});
+                        g.run(*hip);
+                        const std::string what =
+                            std::string("repack ") + repack + " q8 " + q8 + " mma " + mma + " " +
+                            std::string(dtype_name(t)) + " " + std::to_string(c.n_in) + "x" +
+                            std::to_string(c.n_out) + " T=" + std::to_string(c.T);
+                        // q8 activations where the q8 matvec takes the shape (T <= 8, rows of
+                        // whole groups of the activation layout), else exact.
+                        const bool q8_path = q8[0] == '1' && c.T <= 8 && c.n_in % 256 == 0;
+                        const auto ref =
+                            q8_path ? ref_matmul(w, q8_activations(x), c.T) : ref_matmul(w, x, c.T);
+                        // Prefill on the matrix units rounds weights and activations to f16.
+                        const bool f16 = hip->device().f16_prefill_matmul && c.T > 8;
+                        EXPECT_LT(reported_nmse(what, y, ref), f16 ? 1e-5 : 1e-10) << what;
+                        for (size_t r = 0; r < ids.size(); ++r)
+                            for (int64_t i = 0; i < c.n_in; ++i)
+                                ASSERT_EQ(rows[r * size_t(c.n_in) + size_t(i)],
+                                          w.values[size_t(ids[r] * c.n_in + i)])
+                                    << what << " row " << ids[r] << " element " << i;
+                    }
+            }
+}
+
+// Prefill matmuls on the matrix units (hip_matmul_mma.hip: NVIDIA's tensor cores through the
+// CUDA path, MFMA / WMMA on AMD). A backend whose device compilation has them checks them against
+// the f32 tiles as it starts and must keep them on (a misfiring check would turn them off and the
+// op suite's bounds would hold for the f32 tiles). Every type the kernel takes, the file layouts
+// and the repacked ones, partial row and token tiles, an odd number of 32-input groups, a bias:
+// against a double sum over the f16-rounded weights and activations, so only the f32 sums'
+// rounding remains and a wrong lane or tile index shows at any size. Activations beyond f16's
+// range saturate (never inf). TANDEM_HIP_MMA=0 turns the path off.
+float round_f16(float v) {
+    return float(static_cast<_Float16>(std::fmax(-65504.0f, std::fmin(65504.0f, v))));
+}
+
+TEST(HipSpeedPaths, MatrixUnitPrefill) {
+    struct Unset {
+        ~Unset() {
+            ::unsetenv("TANDEM_HIP_MMA");
             ::unsetenv("TANDEM_HIP_REPACK");
-            ::unsetenv("TANDEM_HIP_Q8");
-            if (!hip)
-                GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this "
-                                "host)";
-            for (const auto& c : cases)
-                for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q6_K}) {
-                    if (c.n_in % int64_t(dtype_traits(t).block_elems) != 0) continue;
-                    QuantWeight w(t, {c.n_in, c.n_out, 1}, uint32_t(c.n_out + c.T));
-                    auto x = random_floats(size_t(c.n_in * c.T), uint32_t(c.T + 3), -2.0f, 2.0f);
-                    std::vector<float> y, rows;
-                    std::vector<int32_t> ids{0, int32_t(c.n_out - 1), int32_t(c.n_out / 2)};
-                    OpGraph g;
-                    const TensorId wt = g.weight(*hip, w);
-                    g.node(Op::MatMul, g.output(y, c.n_out, c.T),
-                           {wt, g.input(x.data(), c.n_in, c.T)});
-                    g.node(Op::GetRows, g.output(rows, c.n_in, 3),
-                           {wt, g.input(ids.data(), 3, 1, DType::I32)});
-                    g.run(*hip);
-                    const std::string what = std::string("repack ") + repack + " q8 " + q8 + " " +
-                                             std::string(dtype_name(t)) + " " +
-                                             std::to_string(c.n_in) + "x" +
-                                             std::to_string(c.n_out) + " T=" + std::to_string(c.T);
-                    // q8 activations where the q8 matvec takes the shape (T <= 8, rows of
-                    // whole groups of the activation layout), else exact.
-                    const bool q8_path = q8[0] == '1' && c.T <= 8 && c.n_in % 256 == 0;
-                    const auto ref =
-                        q8_path ? ref_matmul(w, q8_activations(x), c.T) : ref_matmul(w, x, c.T);
-                    EXPECT_LT(reported_nmse(what, y, ref), 1e-10) << what;
-                    for (size_t r = 0; r < ids.size(); ++r)
-                        for (int64_t i = 0; i < c.n_in; ++i)
-                            ASSERT_EQ(rows[r * size_t(c.n_in) + size_t(i)],
-                                      w.values[size_t(ids[r] * c.n_in + i)])
-                                << what << " row " << ids[r] << " element " << i;
-                }
         }
+    } unset;
+    {
+        ::setenv("TANDEM_HIP_MMA", "0", 1);
+        auto off = hip_backend();
+        ::unsetenv("TANDEM_HIP_MMA");
+        if (!off)
+            GTEST_SKIP()
+                << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
+        EXPECT_FALSE(off->device().f16_prefill_matmul) << "TANDEM_HIP_MMA=0";
+    }
+    for (const char* repack : {"1", "0"}) {
+        ::setenv("TANDEM_HIP_REPACK", repack, 1);
+        auto hip = hip_backend();
+        ::unsetenv("TANDEM_HIP_REPACK");
+        std::printf("hip device: %s\n", hip->device().notes.c_str());
+        if (!hip->device().f16_prefill_matmul) {
+            EXPECT_EQ(hip->device().notes.find("failed its check"), std::string::npos)
+                << "the check turned the path off: " << hip->device().notes;
+            GTEST_SKIP() << "no matrix-unit prefill on this device: " << hip->device().notes;
+        }
+        const struct {
+            int64_t n_in, n_out, T;
+        } cases[] = {{96, 20, 9}, {288, 160, 70}, {512, 130, 64}, {1024, 45, 130}, {2048, 200, 33}};
+        const DType types[] = {DType::F16,  DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                               DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+        for (const auto& c : cases)
+            for (DType t : types) {
+                if (c.n_in % int64_t(dtype_traits(t).block_elems) != 0) continue;
+                QuantWeight w(t, {c.n_in, c.n_out, 1}, uint32_t(c.n_out + c.T));
+                QuantWeight bias(DType::F32, {c.n_out, 1, 1}, uint32_t(c.T));
+                auto x = random_floats(size_t(c.n_in * c.T), uint32_t(c.T + 7), -3.0f, 3.0f);
+                if (c.T == 130) x[5] = 1e6f, x[size_t(c.n_in) + 9] = -7e4f;  // beyond f16
+                std::vector<float> y;
+                OpGraph g;
+                g.node(Op::MatMul, g.output(y, c.n_out, c.T),
+                       {g.weight(*hip, w), g.input(x.data(), c.n_in, c.T), g.weight(*hip, bias)});
+                g.run(*hip);
+                QuantWeight w16 = w;
+                for (float& v : w16.values) v = round_f16(v);
+                std::vector<float> x16(x.size());
+                for (size_t i = 0; i < x.size(); ++i) x16[i] = round_f16(x[i]);
+                const std::string what = std::string("repack ") + repack + " " +
+                                         std::string(dtype_name(t)) + " " + std::to_string(c.n_in) +
+                                         "x" + std::to_string(c.n_out) +
+                                         " T=" + std::to_string(c.T);
+                ASSERT_EQ(y.size(), size_t(c.n_out * c.T)) << what;
+                for (float v : y) ASSERT_TRUE(std::isfinite(v)) << what;
+                // Rows of Q5_0's 22-byte blocks that are not a multiple of 4 bytes are read
+                // by no fast kernel (hip_blocks.h, rows_aligned): the generic f32 kernel runs,
+                // exact.
+                if (t == DType::Q5_0 && row_bytes(t, uint64_t(c.n_in)) % 4 != 0) {
+                    EXPECT_LT(reported_nmse(what + " (f32 kernel)", y,
+                                            ref_matmul(w, x, c.T, &bias.values)),
+                              1e-10)
+                        << what;
+                    continue;
+                }
+                EXPECT_LT(reported_nmse(what, y, ref_matmul(w16, x16, c.T, &bias.values)), 1e-9)
+                    << what;
+            }
+    }
 }
 
 TEST(HipSpeedPaths, Q8MatvecsSharingAnInputFused) {
@@ -387,14 +476,22 @@ TEST(HipSpeedPaths, FlashAttentionPrefillChunks) {
         {{8, 4, 256, 24, 50.0f, DType::F32, 9, 3 * 33}, 33},  // hd 256, window, softcap
         {{4, 4, 64, 0, 0, DType::F32, 130, 3 * 70}, 70},      // MHA, positions over many tiles
         {{12, 4, 64, 40, 0, DType::F16, 61, 3 * 45}, 45},     // GQA 3:1, window < chunk
+        {{8, 2, 64, 20, 30.0f, DType::F16, 5, 3 * 33}, 33},   // f16 cache, softcap, window
         {{6, 2, 96, 0, 30.0f, DType::F32, 10, 3 * 24}, 24},   // hd 96: k_attention
     };
     struct Unset {  // on every way out of the test, a failed assertion or the skip included
-        ~Unset() { ::unsetenv("TANDEM_HIP_FLASH"); }
+        ~Unset() {
+            ::unsetenv("TANDEM_HIP_FLASH");
+            ::unsetenv("TANDEM_HIP_MMA");
+        }
     } unset;
-    for (const char* flash : {"", "0"}) {
-        if (flash[0]) ::setenv("TANDEM_HIP_FLASH", flash, 1);
+    // "": the default (matrix units where the device has them), "m": TANDEM_HIP_MMA=0 (the f32
+    // flash tiles), "0": TANDEM_HIP_FLASH=0.
+    for (const char* flash : {"", "m", "0"}) {
+        if (flash[0] == 'm') ::setenv("TANDEM_HIP_MMA", "0", 1);
+        if (flash[0] == '0') ::setenv("TANDEM_HIP_FLASH", "0", 1);
         auto hip = hip_backend();
+        ::unsetenv("TANDEM_HIP_MMA");
         if (!hip)
             GTEST_SKIP()
                 << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
@@ -404,15 +501,23 @@ TEST(HipSpeedPaths, FlashAttentionPrefillChunks) {
             const AttnData d(c);
             const auto out = run_prefill_chunks(*hip, c, d, k.chunk);
             const auto ref_cpu = run_prefill_chunks(*cpu, c, d, k.chunk);
+            // q and the softmax weights rounded to f16 on the matrix units (f16 caches,
+            // head_dim 64 / 128): the op suite's bound for them.
+            const bool mma = !flash[0] && hip->device().f16_prefill_attention &&
+                             c.kv_type == DType::F16 && (c.head_dim == 64 || c.head_dim == 128);
             const std::string what =
-                std::string(flash[0] ? "TANDEM_HIP_FLASH=0 " : "flash ") +
+                std::string(flash[0] == '0'   ? "TANDEM_HIP_FLASH=0 "
+                            : flash[0] == 'm' ? "TANDEM_HIP_MMA=0 "
+                            : mma             ? "matrix units "
+                                              : "flash ") +
                 std::string(dtype_name(c.kv_type)) + " heads " + std::to_string(c.n_head) + "/" +
                 std::to_string(c.n_kv_head) + " hd " + std::to_string(c.head_dim) + " window " +
                 std::to_string(c.window) + (c.softcap > 0 ? " softcap" : "") + " past " +
                 std::to_string(c.n_past) + " T=" + std::to_string(c.T / k.chunk) + "x" +
                 std::to_string(k.chunk);
             ASSERT_EQ(out.size(), ref_cpu.size()) << what;
-            EXPECT_LT(reported_nmse(what + " vs f64", out, ref_attention(c, d)), 1e-10) << what;
+            EXPECT_LT(reported_nmse(what + " vs f64", out, ref_attention(c, d)), mma ? 1e-5 : 1e-10)
+                << what;
             // The CPU's f16 dot may round q to f16: the op suite's bound for an f16 cache.
             EXPECT_LT(reported_nmse(what + " vs cpu", out, as_double(ref_cpu)),
                       c.kv_type == DType::F32 ? 1e-10 : 1e-5)
