@@ -311,28 +311,40 @@ bool rows_aligned(const void* w, int64_t stride) {
     return aligned(w, a) && stride % int64_t(a) == 0;
 }
 
-// Weights k..k+31 of a row (k a multiple of 32): one unit load where a unit holds all 32 (the
-// pieces by constant index, so the unit's registers stay registers).
-template <DType T>
-__device__ inline void decode32(const uint8_t* row, int64_t k, float* w) {
-    if constexpr (Blocks<T>::kFast) {
-        using B = Blocks<T>;
-        static_assert(B::kWeights == 32 || B::kWeights == 64, "units of 32 or 64 weights");
-        typename B::Raw r;
-        B::load(row, k / B::kWeights, r);
-        int first = 0;  // the unit's first piece of the 32
-        if constexpr (B::kWeights == 64) first = k % 64 == 0 ? 0 : 4;
-        if (first == 0) {
-#pragma unroll
-            for (int p = 0; p < 4; ++p) B::piece(r, p, w + 8 * p);
-        } else {
-#pragma unroll
-            for (int p = 0; p < 4; ++p) B::piece(r, (4 + p) % (B::kWeights / 8), w + 8 * p);
-        }
-    } else {
+// Weights k..k+31 of a row (k a multiple of 32), in two halves: load() reads their bytes into
+// registers (one unit load where a unit holds all 32; the element-wise types keep the address),
+// decode() turns them into floats (the pieces by constant index, so the unit's registers stay
+// registers). Apart so a kernel can issue the loads of its next step before this step's work.
+template <DType T, bool Fast = Blocks<T>::kFast>
+struct Group32 {
+    const uint8_t* row = nullptr;
+    int64_t k = 0;
+    __device__ void load(const uint8_t* r, int64_t kk) { row = r, k = kk; }
+    __device__ void decode(float* w) const {
 #pragma unroll
         for (int i = 0; i < 32; ++i) w[i] = load_weight<T>(row, k + i);
     }
-}
+};
+
+template <DType T>
+struct Group32<T, true> {
+    using B = Blocks<T>;
+    static_assert(B::kWeights == 32 || B::kWeights == 64, "units of 32 or 64 weights");
+    typename B::Raw raw;
+    bool second = false;  // the unit's second 32 (units of 64)
+    __device__ void load(const uint8_t* r, int64_t k) {
+        B::load(r, k / B::kWeights, raw);
+        second = B::kWeights == 64 && k % 64 != 0;
+    }
+    __device__ void decode(float* w) const {
+        if (!second) {
+#pragma unroll
+            for (int p = 0; p < 4; ++p) B::piece(raw, p, w + 8 * p);
+        } else {
+#pragma unroll
+            for (int p = 0; p < 4; ++p) B::piece(raw, (4 + p) % (B::kWeights / 8), w + 8 * p);
+        }
+    }
+};
 
 }  // namespace tandem::hip
