@@ -445,22 +445,18 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                        reinterpret_cast<uintptr_t>(out) % 16 == 0 && attention_flash_enabled();
     // On the matrix units where the backend's check passed: f16 cache, head_dim 64 / 128.
     const bool on_mma = flash && mma && f16 && (head_dim == 64 || head_dim == 128);
+    const int64_t rows = n_tokens * (n_head / n_kv_head);  // per KV head
     if (on_mma) {
-        const int64_t rows = n_tokens * (n_head / n_kv_head);  // per KV head
         const dim3 grid(static_cast<unsigned>((rows + kAttnMmaRows - 1) / kAttnMmaRows),
                         static_cast<unsigned>(n_kv_head));
-        const auto* kh = static_cast<const uint16_t*>(k_cache);
-        const auto* vh = static_cast<const uint16_t*>(v_cache);
-        if (head_dim == 64)
-            TANDEM_LAUNCH_OVERLAPPED(k_attention_mma<64>, grid, dim3(kAttnMmaThreads), 0, s, q,
-                                     n_tokens, n_head, n_kv_head, window, scale, softcap, kh, vh,
-                                     n_past, out);
-        else
-            TANDEM_LAUNCH_OVERLAPPED(k_attention_mma<128>, grid, dim3(kAttnMmaThreads), 0, s, q,
-                                     n_tokens, n_head, n_kv_head, window, scale, softcap, kh, vh,
-                                     n_past, out);
+        auto go = [&](auto kernel) {
+            TANDEM_LAUNCH_OVERLAPPED(kernel, grid, dim3(kAttnMmaThreads), 0, s, q, n_tokens, n_head,
+                                     n_kv_head, window, scale, softcap,
+                                     static_cast<const uint16_t*>(k_cache),
+                                     static_cast<const uint16_t*>(v_cache), n_past, out);
+        };
+        head_dim == 64 ? go(k_attention_mma<64>) : go(k_attention_mma<128>);
     } else if (flash) {
-        const int64_t rows = n_tokens * (n_head / n_kv_head);  // per KV head
         const dim3 grid(static_cast<unsigned>((rows + kFlashRows - 1) / kFlashRows),
                         static_cast<unsigned>(n_kv_head));
         auto go = [&](auto kernel) {

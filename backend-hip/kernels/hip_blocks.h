@@ -314,7 +314,8 @@ bool rows_aligned(const void* w, int64_t stride) {
 // Weights k..k+31 of a row (k a multiple of 32), in two halves: load() reads their bytes into
 // registers (one unit load where a unit holds all 32; the element-wise types keep the address),
 // decode() turns them into floats (the pieces by constant index, so the unit's registers stay
-// registers). Apart so a kernel can issue the loads of its next step before this step's work.
+// registers). Apart so a kernel issues all of a step's global loads (k_mat_mul_mma: these and its
+// activations) before it decodes any of them.
 template <DType T, bool Fast = Blocks<T>::kFast>
 struct Group32 {
     const uint8_t* row = nullptr;

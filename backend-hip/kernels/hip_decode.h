@@ -15,6 +15,23 @@
 
 namespace tandem::hip {
 
+// f(std::integral_constant<DType, T>{}) for the layout `kind` the kernels read: a repacked id
+// (hip_packed.h) or a weight type of TANDEM_HIP_WEIGHT_TYPES; false (f not called) for any other.
+template <class F>
+bool visit_weight_layout(DType kind, F&& f) {
+    if (visit_packed(kind, f)) return true;
+    switch (kind) {
+#define TANDEM_CASE(T)                                \
+    case DType::T:                                    \
+        f(std::integral_constant<DType, DType::T>{}); \
+        return true;
+        TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
+#undef TANDEM_CASE
+        default:
+            return false;
+    }
+}
+
 // Sum of v over the block (blockDim.x == Block, a power of two); every thread gets the result.
 // Shared memory, not shuffles, so it holds for wave32 and wave64 alike.
 template <int Block>

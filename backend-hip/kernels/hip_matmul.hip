@@ -229,26 +229,14 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
     const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block(kTiledThreads);
     const auto* wb = static_cast<const uint8_t*>(w);
     bool ok = false;
-    if (visit_packed(type, [&](auto P) {
-            constexpr DType T = decltype(P)::value;
-            if (!rows_aligned<T>(w, stride)) return;
-            hipLaunchKernelGGL(k_mat_mul_tiled<type_id(T)>, grid, block, 0, s, wb, n_in, stride,
-                               n_out, x, n_tok, bias, out);
-            ok = true;
-        }))
-        return ok;
-    switch (type) {
-#define TANDEM_CASE(T)                                                                      \
-    case DType::T:                                                                          \
-        if (!rows_aligned<DType::T>(w, stride)) return false;                               \
-        hipLaunchKernelGGL(k_mat_mul_tiled<type_id(DType::T)>, grid, block, 0, s, wb, n_in, \
-                           stride, n_out, x, n_tok, bias, out);                             \
-        return true;
-        TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
-#undef TANDEM_CASE
-        default:
-            return false;
-    }
+    visit_weight_layout(type, [&](auto P) {
+        constexpr DType T = decltype(P)::value;
+        if (!rows_aligned<T>(w, stride)) return;
+        hipLaunchKernelGGL(k_mat_mul_tiled<type_id(T)>, grid, block, 0, s, wb, n_in, stride, n_out,
+                           x, n_tok, bias, out);
+        ok = true;
+    });
+    return ok;
 }
 
 }  // namespace tandem::hip

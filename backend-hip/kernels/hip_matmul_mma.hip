@@ -168,11 +168,15 @@ const char* mma_kind_name(int kind) {
     }
 }
 
+bool mma_matmul_takes(DType type) {
+    // f32 and bf16 weights keep the f32 tiles: f16 would round them (bf16's range too).
+    return type != DType::F32 && type != DType::BF16;
+}
+
 bool launch_mat_mul_mma(DType kind, const void* w, int64_t n_in, int64_t n_out, const float* x,
                         int64_t n_tok, const float* bias, float* out, hipStream_t s) {
     const DType type = file_type(kind);
-    // f32 and bf16 weights keep the f32 tiles: f16 would round them (bf16's range too).
-    if (type == DType::F32 || type == DType::BF16) return false;
+    if (!mma_matmul_takes(type)) return false;
     if (n_tok < 1 || n_out < 1 || n_in < 32 || n_in % 32 != 0 || !aligned(x, 16)) return false;
     const int64_t gx = (n_out + kRows - 1) / kRows, gy = (n_tok + kToks - 1) / kToks;
     if (gx > kMaxGridX || gy > kMaxGridY) return false;
@@ -180,24 +184,13 @@ bool launch_mat_mul_mma(DType kind, const void* w, int64_t n_in, int64_t n_out, 
     const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
     const auto* wb = static_cast<const uint8_t*>(w);
     bool ok = false;
-    if (visit_packed(kind, [&](auto P) {
-            constexpr DType T = decltype(P)::value;
-            if (!rows_aligned<T>(w, stride)) return;
-            launch_as<T>(grid, wb, n_in, stride, n_out, x, n_tok, bias, out, s);
-            ok = true;
-        }))
-        return ok;
-    switch (type) {
-#define TANDEM_CASE(T)                                                              \
-    case DType::T:                                                                  \
-        if (!rows_aligned<DType::T>(w, stride)) return false;                       \
-        launch_as<DType::T>(grid, wb, n_in, stride, n_out, x, n_tok, bias, out, s); \
-        return true;
-        TANDEM_HIP_WEIGHT_TYPES(TANDEM_CASE)
-#undef TANDEM_CASE
-        default:
-            return false;
-    }
+    visit_weight_layout(kind, [&](auto P) {
+        constexpr DType T = decltype(P)::value;
+        if (!rows_aligned<T>(w, stride)) return;
+        launch_as<T>(grid, wb, n_in, stride, n_out, x, n_tok, bias, out, s);
+        ok = true;
+    });
+    return ok;
 }
 
 }  // namespace tandem::hip

@@ -56,6 +56,8 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
 // mma_kind_name() says it in words.
 bool launch_mat_mul_mma(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
                         int64_t n_tok, const float* bias, float* out, hipStream_t s);
+// The weight types (file types) launch_mat_mul_mma takes at all.
+bool mma_matmul_takes(DType type);
 int mma_kind(int device);
 const char* mma_kind_name(int kind);
 // Decode matvec over int8 activations (hip_matvec_q8.hip): x [n_tok, n_in] is quantised once

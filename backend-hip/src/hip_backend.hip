@@ -307,7 +307,7 @@ class HipBackend final : public Backend {
     bool mma_prefill_passes();
     bool mma_attention_passes();
     std::string checked(std::string (*check_fn)(hipStream_t));
-    bool mma_takes(DType t) const { return mma_prefill_ && t != DType::F32 && t != DType::BF16; }
+    bool mma_takes(DType t) const { return mma_prefill_ && mma_matmul_takes(t); }
     std::vector<HostRange> host_ranges_;
     double copy_bw_ = -1;
     NodeProfile profile_{env_switch("TANDEM_HIP_PROFILE", 0) != 0};
