@@ -63,6 +63,11 @@ __device__ inline V lane_xor(V v, int off, int width) {
 #endif
 }
 
+// The sum of squares of a float4, as the RMSNorm kernels form it (k_rms_norm4, k_qk_norm_rope).
+__device__ inline float sq4(float4 a) {
+    return a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w;
+}
+
 __device__ inline float group_sum(float v) {
     for (int off = kLaneGroup / 2; off > 0; off >>= 1) v += lane_xor(v, off, kLaneGroup);
     return v;

@@ -23,12 +23,12 @@
 #include "hip_launch_overlap.h"
 #include "hip_ops.h"
 #include "hip_q8_dot.h"
+#include "hip_q8_rows.h"
 #include "hip_rope.h"
 
 namespace tandem::hip {
 namespace {
 
-constexpr int kQ8Threads = 128;  // matvec block: R output rows (q8_rows_per_block)
 constexpr int kQuantThreads = 256;
 
 // grid: ceil(n_tok * n_in / 32 / 8) blocks of 256 threads, a 32-lane group per activation
@@ -101,33 +101,6 @@ __device__ inline void token_acts(const int8_t* xq, const float2* xds, int n_in,
         const int tt = t < n_tok ? t : 0;
         x[t].q = reinterpret_cast<const int4*>(xq + int64_t(tt) * n_in);
         x[t].ds = xds + int64_t(tt) * (n_in / kQ8Block);
-    }
-}
-
-// acc[r][t] = this thread's share (items tid, tid + Stride, ...) of row r's dot with token t: an
-// item's activations are loaded once per token and meet the R rows' weights.
-template <DType T, int TM, int R, int Stride = kQ8Threads, int Unroll = 2>
-__device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM], int n_in,
-                                int tid, float (&acc)[R][TM]) {
-    using D = Q8Dot<T>;
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int t = 0; t < TM; ++t) acc[r][t] = 0.0f;
-    const int n_items = n_in / D::kWeights * D::kItems;
-    // Two items per trip: the second item's loads issue before the first one's dots wait.
-#pragma unroll Unroll
-    for (int it = tid; it < n_items; it += Stride) {
-        const int b = it / D::kItems, k = it % D::kItems;
-        typename D::A a[TM];
-#pragma unroll
-        for (int t = 0; t < TM; ++t) a[t] = D::acts(x[t], b, k);
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const typename D::W w = D::weights(wr[r], b, k);
-#pragma unroll
-            for (int t = 0; t < TM; ++t) acc[r][t] += D::dot(w, a[t]);
-        }
     }
 }
 
@@ -522,7 +495,11 @@ uint64_t q8_act_bytes(int64_t n_in, int64_t n_tok) {
 void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, hipStream_t s) {
     launch_require(x && q8 && n_in % kQ8LayoutGroup == 0 && n_tok >= 1 && n_tok <= kMatvecMaxTokens,
                    "quantize_q8", std::to_string(n_tok) + " x " + std::to_string(n_in));
-    const int64_t n = n_tok * n_in;
+    enqueue_quantize_q8(x, n_in, n_tok, q8, s);
+}
+
+void enqueue_quantize_q8(const float* x, int64_t n_in, int64_t rows, void* q8, hipStream_t s) {
+    const int64_t n = rows * n_in;
     auto* qs = static_cast<int8_t*>(q8);
     auto* ds = reinterpret_cast<float2*>(qs + n);
     TANDEM_LAUNCH_OVERLAPPED(k_quantize_q8,

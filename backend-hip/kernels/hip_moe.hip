@@ -3,10 +3,15 @@
 #if !defined(TANDEM_HIP_ON_CUDA)
 #include <hip/hip_runtime.h>
 #endif
+#include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
 #include "hip_decode.h"
+#include "hip_launch_overlap.h"
+#include "hip_moe_q8.h"
 #include "hip_ops.h"
 
 namespace tandem::hip {
@@ -15,12 +20,68 @@ namespace {
 constexpr int kMaxTopK = 32;
 constexpr int kProjBlock = 128;
 
-// One thread per token: softmax over the router logits [n_tok, n_expert], then the k largest
-// probabilities by repeated arg-max (ties to the lower expert id, as the CPU backend and
-// torch.topk); route [n_tok, 2k] = (expert id, weight) pairs. Probabilities are formed as the
-// CPU backend forms them (f32 exponentials, f64 sum) so the chosen experts agree.
-__global__ void k_moe_route(const float* logits, int64_t n_tok, int64_t n_expert, int k,
-                            int normalize, float* route) {
+constexpr int kRouteGroups = 4;        // tokens per block, a 32-lane group each
+constexpr int kRouteMaxExperts = 512;  // held in shared memory; more take k_moe_route_serial
+
+// The (probability, expert) pair that wins: the larger probability, ties to the lower id.
+__device__ inline void route_best(float& p, int& e) {
+    for (int off = kLaneGroup / 2; off > 0; off >>= 1) {
+        const float op = lane_xor(p, off, kLaneGroup);
+        const int oe = lane_xor(e, off, kLaneGroup);
+        if (op > p || (op == p && oe < e)) p = op, e = oe;
+    }
+}
+
+// A 32-lane group per token: softmax over the router logits [n_tok, n_expert], then the k
+// largest probabilities by repeated arg-max (ties to the lower expert id, as the CPU backend
+// and torch.topk); route [n_tok, 2k] = (expert id, weight) pairs. Probabilities are formed as
+// the CPU backend forms them (f32 exponentials, f64 sum, the quotient rounded to f32) so the
+// chosen experts agree; only the f64 sum's order differs.
+__global__ void __launch_bounds__(kRouteGroups* kLaneGroup)
+    k_moe_route(const float* logits, int64_t n_tok, int64_t n_expert, int k, int normalize,
+                float* route) {
+    __shared__ float prob[kRouteGroups][kRouteMaxExperts];  // lane i's: experts i, i + 32, ...
+    const int g = int(threadIdx.x) / kLaneGroup, lane = int(threadIdx.x) % kLaneGroup;
+    const int64_t t = int64_t(blockIdx.x) * kRouteGroups + g;
+    grid_wait();
+    grid_launch_dependents();
+    if (t >= n_tok) return;  // whole lane groups: no block barrier below
+    const float* l = logits + t * n_expert;
+    float mx = -INFINITY;
+    for (int64_t e = lane; e < n_expert; e += kLaneGroup) mx = fmaxf(mx, l[e]);
+    mx = group_max(mx);
+    double sum = 0;
+    for (int64_t e = lane; e < n_expert; e += kLaneGroup) sum += double(expf(l[e] - mx));
+    for (int off = kLaneGroup / 2; off > 0; off >>= 1) sum += lane_xor(sum, off, kLaneGroup);
+    for (int64_t e = lane; e < n_expert; e += kLaneGroup)
+        prob[g][e] = float(double(expf(l[e] - mx)) / sum);
+    float wsum = 0.0f, my_p = 0.0f;  // lane j keeps pick j (k <= 32)
+    int my_e = 0;
+    for (int j = 0; j < k; ++j) {
+        float bp = -1.0f;  // taken experts hold -1; probabilities are >= 0
+        int be = INT_MAX;
+        for (int64_t e = lane; e < n_expert; e += kLaneGroup) {
+            const float p = prob[g][e];
+            if (p > bp) bp = p, be = int(e);  // ascending ids: ties keep the lower
+        }
+        route_best(bp, be);  // every lane now holds the winner
+        if (be == INT_MAX)
+            be = 0;  // NaN probabilities only: an id, never an index past the end
+        else if (lane == be % kLaneGroup)
+            prob[g][be] = -1.0f;
+        if (lane == j) my_p = bp, my_e = be;
+        wsum += bp;
+    }
+    if (lane < k) {
+        float* r = route + t * 2 * k + 2 * lane;
+        r[0] = float(my_e);
+        r[1] = normalize ? my_p / wsum : my_p;
+    }
+}
+
+// One thread per token, for routers of more experts than k_moe_route holds.
+__global__ void k_moe_route_serial(const float* logits, int64_t n_tok, int64_t n_expert, int k,
+                                   int normalize, float* route) {
     const int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (t >= n_tok) return;
     const float* l = logits + t * n_expert;
@@ -168,12 +229,22 @@ void launch_moe_route(const float* logits, int64_t n_tok, int64_t n_expert, int 
     launch_require(n_tok >= 0 && n_tok <= kMaxGridX * 64, "moe_route",
                    std::to_string(n_tok) + " tokens");
     if (n_tok == 0) return;
-    hipLaunchKernelGGL(k_moe_route, dim3(static_cast<unsigned>((n_tok + 63) / 64)), dim3(64), 0, s,
-                       logits, n_tok, n_expert, k, normalize ? 1 : 0, route);
+    if (n_expert > kRouteMaxExperts) {
+        hipLaunchKernelGGL(k_moe_route_serial, dim3(static_cast<unsigned>((n_tok + 63) / 64)),
+                           dim3(64), 0, s, logits, n_tok, n_expert, k, normalize ? 1 : 0, route);
+        return;
+    }
+    TANDEM_LAUNCH_OVERLAPPED(k_moe_route,
+                             dim3(static_cast<unsigned>((n_tok + kRouteGroups - 1) / kRouteGroups)),
+                             dim3(kRouteGroups * kLaneGroup), 0, s, logits, n_tok, n_expert, k,
+                             normalize ? 1 : 0, route);
 }
 
-uint64_t moe_ffn_scratch_floats(int64_t n_tok, int k, int64_t n_ff) {
-    return 2 * uint64_t(n_tok) * uint64_t(k) * uint64_t(n_ff);
+uint64_t moe_ffn_scratch_floats(int64_t n_tok, int k, int64_t n_embd, int64_t n_ff,
+                                int64_t n_local) {
+    const uint64_t element_wise = 2 * uint64_t(n_tok) * uint64_t(k) * uint64_t(n_ff);
+    const uint64_t q8 = (moe_ffn_q8_scratch_bytes(n_tok, k, n_embd, n_ff, n_local) + 3) / 4;
+    return std::max(element_wise, q8);
 }
 
 void launch_moe_ffn(const MoeFfnArgs& a, hipStream_t s) {
@@ -186,9 +257,10 @@ void launch_moe_ffn(const MoeFfnArgs& a, hipStream_t s) {
                    std::to_string(a.n_tok) + " tokens x k=" + std::to_string(a.k) +
                        " slots exceed the grid (" + std::to_string(kMaxGridY) + ")");
     launch_require(a.act == 0 || a.act == 1, "moe_ffn", "activation " + std::to_string(a.act));
-    launch_require(a.scratch_floats >= moe_ffn_scratch_floats(a.n_tok, a.k, a.n_ff), "moe_ffn",
+    launch_require(a.scratch_floats >= 2 * uint64_t(a.n_tok * a.k * a.n_ff), "moe_ffn",
                    "scratch too small");
     if (a.n_tok == 0) return;
+    if (a.q8 && launch_moe_ffn_q8(a, s)) return;
     const int64_t n_slots = a.n_tok * a.k, nh = n_slots * a.n_ff;
     float* hg = a.scratch;  // [n_slots, n_ff]
     float* hu = a.scratch + nh;

@@ -69,6 +69,8 @@ const char* mma_kind_name(int kind);
 bool q8_matvec_supported(DType type, int64_t n_in, int64_t n_out, int64_t n_tok);
 uint64_t q8_act_bytes(int64_t n_in, int64_t n_tok);
 void launch_quantize_q8(const float* x, int64_t n_in, int64_t n_tok, void* q8, hipStream_t s);
+// The same for any number of rows (the expert FFN's inputs and hidden rows, hip_moe_q8.hip).
+void enqueue_quantize_q8(const float* x, int64_t n_in, int64_t rows, void* q8, hipStream_t s);
 // An RMSNorm the matvec applies to its own input, where launch_matvec_q8_resid_norm left the
 // input: the q8 activations then hold the norm's x * w (not yet divided by rms(x)) and ss the
 // sums of squares of x per 32 values [n_tok, n_in / 32]; each output is the dot times
@@ -137,6 +139,9 @@ bool launch_add_rms_norm(const float* a, const float* b, float* sum, const float
 // the output's q8 activations in q8, as launch_rms_norm_q8 does.
 bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, int64_t rows,
                      float* out, void* q8, hipStream_t s);
+// The same for any number of rows; the caller has checked the shape and 16-byte alignment.
+void enqueue_gated_q8(int act, const float* gate, const float* up, int64_t cols, int64_t rows,
+                      float* out, void* q8, hipStream_t s);
 // One thread spinning for `cycles` device clocks (the profiler holds the stream with it).
 void launch_spin(long long cycles, hipStream_t s);
 // True when the kernels above read weights of this type.
@@ -159,6 +164,24 @@ void launch_rope(const float* x, const int32_t* pos, int64_t n_tokens, int64_t w
 // same positions (launch_matvec_q8_parts: every layer's q/k of a step).
 void launch_rope_table(const int32_t* pos, int64_t n_tok, int64_t n_rot, float freq_base,
                        float freq_scale, const float* factors, float2* table, hipStream_t s);
+// Per-head RMSNorm, rope and KV stores of a one-token decode step's q, k, v in one launch
+// (hip_qk_norm_rope.hip; core's match_qk_norm_rope): q normed and roped into q_out, k normed and
+// roped into the K cache, v into the V cache, at row *n_past. Whole heads rotated (table from
+// launch_rope_table), head_dim 64 / 128, q, k and v together at most 12288 floats, 16-byte
+// aligned tensors (f32 caches too); q_out may share memory with q, k or v (all are read first).
+// False, enqueueing nothing, where it does not apply.
+struct QkNormRope {
+    const float *q, *k, *v;  // [n_tok, n_head * head_dim], [n_tok, n_kv_head * head_dim] x2
+    const float *q_w, *k_w;  // the norms' weights [head_dim] or null
+    float eps;
+    const float2* cs;       // [n_tok, head_dim / 2]
+    const int32_t* n_past;  // device
+    float* q_out;
+    void *k_cache, *v_cache;
+    bool cache_f16, neox;
+    int64_t head_dim, n_head, n_kv_head, n_tok;
+};
+bool launch_qk_norm_rope(const QkNormRope& a, hipStream_t s);
 // Writes src [n_tokens, width] into cache rows *n_past.. (f16 rounded to nearest even, or f32).
 // n_past points at device memory (the step's io buffer): a replayed graph reads the new value;
 // the host checks the range before enqueueing.
@@ -209,8 +232,10 @@ struct MoeFfnArgs {
     float* scratch = nullptr;  // moe_ffn_scratch_floats() floats of device memory
     uint64_t scratch_floats = 0;
     float* out = nullptr;  // [n_tok, n_embd]
+    bool q8 = true;        // the q8 path where it applies (hip_moe_q8.h)
 };
-uint64_t moe_ffn_scratch_floats(int64_t n_tok, int k, int64_t n_ff);
+uint64_t moe_ffn_scratch_floats(int64_t n_tok, int k, int64_t n_embd, int64_t n_ff,
+                                int64_t n_local);
 void launch_moe_ffn(const MoeFfnArgs& args, hipStream_t s);
 
 }  // namespace tandem::hip

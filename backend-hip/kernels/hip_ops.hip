@@ -58,10 +58,6 @@ __global__ void k_spin(long long cycles) {
 constexpr int kNormThreads = 256;
 constexpr int kNormRegs = 4;  // float4s per thread held in registers: rows up to 4096 floats
 
-__device__ inline float sq4(float4 a) {
-    return a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w;
-}
-
 // GatedAct that also leaves its output's q8 activations (n4 float4s, rows of a multiple of 256
 // floats, so neither blocks of 32 nor the layout's groups straddle rows and the flat layout is
 // the per-row one).
@@ -317,6 +313,12 @@ bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, 
     if (!gate || !up || !out || !q8 || cols % kQ8LayoutGroup != 0 || rows < 1 ||
         rows > kMatvecMaxTokens || !a16(gate) || !a16(up) || !a16(out))
         return false;
+    enqueue_gated_q8(act, gate, up, cols, rows, out, q8, s);
+    return true;
+}
+
+void enqueue_gated_q8(int act, const float* gate, const float* up, int64_t cols, int64_t rows,
+                      float* out, void* q8, hipStream_t s) {
     const int64_t n4 = rows * cols / 4;
     auto* qs = static_cast<int8_t*>(q8);
     auto* ds = reinterpret_cast<float2*>(qs + rows * cols);
@@ -324,7 +326,6 @@ bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, 
                              dim3(kBlock), 0, s, act, reinterpret_cast<const float4*>(gate),
                              reinterpret_cast<const float4*>(up), n4,
                              reinterpret_cast<float4*>(out), qs, ds);
-    return true;
 }
 
 void launch_get_rows(DType kind, const void* table, int64_t n_in, int64_t n_rows,

@@ -57,6 +57,7 @@ class HipBackend final : public Backend {
         qkv_rope_ = env_switch("TANDEM_HIP_QKV_ROPE", 1) != 0;
         norm_fuse_ = env_switch("TANDEM_HIP_NORM_FUSE", 1) != 0;
         repack_ = env_switch("TANDEM_HIP_REPACK", 1) != 0;
+        moe_q8_ = env_switch("TANDEM_HIP_MOE_Q8", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
         mma_prefill_ = env_switch("TANDEM_HIP_MMA", 1) != 0 && mma_prefill_passes();
         mma_attention_ = mma_prefill_ && mma_attention_passes();
@@ -202,6 +203,10 @@ class HipBackend final : public Backend {
     size_t run_add_norm(const Graph& g, size_t at);
     // Nodes at, at + 1: a Rope and the KvStore of its output as one launch; 2, or 0.
     size_t run_rope_store(const Graph& g, size_t at);
+    // Nodes at..at + 5: the q/k norms, ropes and KV stores after q/k/v (match_qk_norm_rope) as one
+    // decode launch (launch_qk_norm_rope; off with the q/k/v fusion, TANDEM_HIP_QKV_ROPE=0); 6,
+    // or 0.
+    size_t run_qk_norm_rope(const Graph& g, size_t at);
     // Nodes at..: a q8 matvec, (its one-rank AllReduce,) the residual Add of its output and the
     // RMSNorm of that sum over whole rows (match_matvec_resid_norm), read next by a q8 matvec:
     // one launch
@@ -301,6 +306,7 @@ class HipBackend final : public Backend {
     // Q4_0 / Q8_0 / Q6_K weights copied to the device are repacked (hip_packed.h);
     // TANDEM_HIP_REPACK=0 keeps the file layout.
     bool repack_ = true;
+    bool moe_q8_ = true;  // TANDEM_HIP_MOE_Q8=0: expert FFNs on the element-wise kernels
     // Prefill matmuls and attention on the matrix units (TANDEM_HIP_MMA=0: the f32 tiles), where
     // the device's compilation has them and each passed its check.
     bool mma_prefill_ = false, mma_attention_ = false;
@@ -519,8 +525,10 @@ void HipBackend::enqueue_step(const Graph& g) {
                 double bytes = 0;  // the matmuls' (q/k/v's rope and stores after them: none)
                 for (size_t j = 0; mats && j < k && nodes[i + j].op == Op::MatMul; ++j)
                     bytes += double(weight_of(g, nodes[i + j].src[0]).desc.nbytes);
-                const std::string suffix =
-                    mats ? " x" + std::to_string(k) : "+" + std::string(op_name(nodes[i + 1].op));
+                const std::string suffix = mats ? " x" + std::to_string(k)
+                                           : n.op == Op::RmsNorm && k == 6
+                                               ? "+rope+kv_store (q/k norms)"  // run_qk_norm_rope
+                                               : "+" + std::string(op_name(nodes[i + 1].op));
                 profile_.node(i, profile_key(g, n, decode) + suffix, bytes);
                 for (size_t j = 1; j < k; ++j) {
                     profile_.mark(i + j, stream_);
@@ -680,9 +688,10 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
         check_node(g, n);
         if (n.op == Op::MoeFfn)
             moe_floats = std::max(
-                moe_floats, moe_ffn_scratch_floats(g.tensor(n.out).rows(),
-                                                   static_cast<int>(g.tensor(n.src[1]).cols() / 2),
-                                                   g.tensor(n.src[2]).ne[1]));
+                moe_floats,
+                moe_ffn_scratch_floats(
+                    g.tensor(n.out).rows(), static_cast<int>(g.tensor(n.src[1]).cols() / 2),
+                    g.tensor(n.src[2]).ne[0], g.tensor(n.src[2]).ne[1], g.tensor(n.src[2]).ne[2]));
         if (n.op == Op::MatMul && q8_enabled_) {
             const GraphTensor& x = g.tensor(n.src[1]);
             const Weight& wt = weight_of(g, n.src[0]);
@@ -801,9 +810,9 @@ size_t HipBackend::run_at(const Graph& g, size_t at) {
         if (pending_.y && std::find(n.src.begin(), n.src.end(), pending_.id) != n.src.end())
             materialise_norm();
     }
-    if (size_t k = run_add_norm(g, at); k || (k = run_rope_store(g, at)) ||
-                                        (k = run_matvec_resid_norm(g, at)) ||
-                                        (k = run_matvec_group(g, at)))
+    if (size_t k = run_add_norm(g, at);
+        k || (k = run_qk_norm_rope(g, at)) || (k = run_rope_store(g, at)) ||
+        (k = run_matvec_resid_norm(g, at)) || (k = run_matvec_group(g, at)))
         return k;
     run_node(g, g.nodes()[at]);
     return 1;
@@ -903,6 +912,38 @@ size_t HipBackend::run_rope_store(const Graph& g, size_t at) {
                 rope.src[2] == kNoTensor ? nullptr : f32(rope.src[2]), f32(rope.out), stream_,
                 data_of(g, store.src[1]), cache.type == DType::F16, n_past_dev());
     return 2;
+}
+
+size_t HipBackend::run_qk_norm_rope(const Graph& g, size_t at) {
+    if (!qkv_rope_ || g.nodes()[at].op != Op::RmsNorm) return 0;
+    const auto m = match_qk_norm_rope(g, at);
+    if (!m) return 0;
+    const Node &nq = *m->norm_q, &nk = *m->norm_k, &rq = *m->rope_q;
+    const GraphTensor &q = g.tensor(nq.src[0]), &k = g.tensor(nk.src[0]);
+    auto f32 = [&](TensorId id) { return reinterpret_cast<float*>(data_of(g, id)); };
+    auto opt = [&](TensorId id) { return id == kNoTensor ? nullptr : f32(id); };
+    QkNormRope a{};
+    a.q = f32(nq.src[0]);
+    a.k = f32(nk.src[0]);
+    a.v = f32(m->store_v->src[0]);
+    a.q_out = f32(rq.out);
+    const int64_t rows = q.rows();
+    a.cs = rope_table(reinterpret_cast<const int32_t*>(data_of(g, rq.src[1])), rows, m->head_dim,
+                      rq.f[0], rq.f[1], opt(rq.src[2]));
+    if (!a.cs) return 0;
+    a.q_w = opt(nq.src[1]);
+    a.k_w = opt(nk.src[1]);
+    a.eps = nq.f[0];
+    a.n_past = n_past_dev();
+    a.k_cache = data_of(g, m->store_k->src[1]);
+    a.v_cache = data_of(g, m->store_v->src[1]);
+    a.cache_f16 = m->cache_f16;
+    a.neox = m->neox;
+    a.head_dim = m->head_dim;
+    a.n_head = q.cols() / m->head_dim;
+    a.n_kv_head = k.cols() / m->head_dim;
+    a.n_tok = rows;
+    return launch_qk_norm_rope(a, stream_) ? 6 : 0;
 }
 
 size_t HipBackend::run_matvec_group(const Graph& g, size_t at) {
@@ -1207,6 +1248,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             a.scratch = reinterpret_cast<float*>(moe_scratch_.data());
             a.scratch_floats = moe_scratch_.size() / sizeof(float);
             a.out = y;
+            a.q8 = moe_q8_;
             launch_moe_ffn(a, stream_);
             break;
         }

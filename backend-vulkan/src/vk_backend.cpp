@@ -58,6 +58,7 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     // The q8 quantiser reduces over 8 consecutive lanes with subgroup shuffles.
     q8_ = pd.shader_int8_dot && clusters_of_8(pd);
     if (const char* q = std::getenv("TANDEM_VK_Q8")) q8_ = q8_ && std::string(q) != "0";
+    if (const char* m = std::getenv("TANDEM_VK_MOE_Q8")) moe_q8_ = std::string(m) != "0";
     ctx_ = std::make_unique<Context>(pd);
     pipelines_ = std::make_unique<Pipelines>(ctx_->device());
     // The cooperative-matrix kernels lay their tiles out over subgroups of 32.
@@ -438,6 +439,9 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
                 if (profiler_)
                     profiler_->mark(cb_, node_label(g, n) + " x" + std::to_string(fused));
                 i += fused - 1;
+            } else if (try_fuse_qk_norm_rope(g, i)) {
+                i += 5;
+                if (profiler_) profiler_->mark(cb_, "qk_norm+rope+kv_store");
             } else if (try_fuse_rope_store(g, i)) {
                 ++i;
                 if (profiler_) profiler_->mark(cb_, "rope+kv_store");

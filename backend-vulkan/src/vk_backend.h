@@ -175,6 +175,9 @@ class VulkanBackend final : public Backend {
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
+    // A MoeFfn node on the q8 expert path (vk_moe.cpp: q8 item types, rows of whole 256-value
+    // groups; TANDEM_VK_MOE_Q8=0 turns it off); false, nothing recorded, where it does not apply.
+    bool record_moe_ffn_q8(const Graph& g, const Node& n);
     // Nodes at..: a q8 matvec, (its one-rank AllReduce,) the residual Add of its output and the
     // RmsNorm of that sum over whole rows (match_matvec_resid_norm), read next by a q8 matvec:
     // one matvec_q8 dispatch
@@ -244,6 +247,9 @@ class VulkanBackend final : public Backend {
     // rope.comp for a Rope node; store: the KvStore of its output, done by the same dispatch.
     void record_rope(const Graph& g, const Node& n, const Node* store);
     bool try_fuse_rope_store(const Graph& g, size_t at);
+    // Nodes at..at + 5: the q/k norms, ropes and KV stores after q/k/v (match_qk_norm_rope) as
+    // one qk_norm_rope.comp dispatch (off with TANDEM_VK_QKV_ROPE=0 or TANDEM_VK_FUSE=0).
+    bool try_fuse_qk_norm_rope(const Graph& g, size_t at);
     // Split-K (attention_split + attention_combine) or one-pass attention; q8: the combine pass
     // also leaves q8 activations when it can (returned).
     bool record_attention(const Graph& g, const Node& n, bool q8);
@@ -258,6 +264,7 @@ class VulkanBackend final : public Backend {
     // Q4_K 194 / 196 / 199 / 200.
     uint32_t matvec_gpt1_ = 4;
     bool matvec_direct_ = false;  // only with TANDEM_VK_MATVEC="wg,rows,1" (tuning runs)
+    bool matvec_env_ = false;     // TANDEM_VK_MATVEC set: every matrix takes its shape
     bool tiled_ok_ = true;        // TANDEM_VK_TILED=0 turns it off
     // Prefill on cooperative matrices where the device has them (pd_.coopmat_f16);
     // TANDEM_VK_COOPMAT=0 turns it off (the f32 tiled kernel then).
@@ -271,6 +278,7 @@ class VulkanBackend final : public Backend {
     // tok/s (session 9, halves layout): sharing at 2 / 4 rows Q4_0 393 / 367, Q4_K 328 / 306;
     // not sharing (2 rows) 372 / 314; before the halves layout, sharing at 8 rows 342 / 268.
     bool q8_ = false;
+    bool moe_q8_ = true;  // TANDEM_VK_MOE_Q8=0: expert FFNs on the element-wise shaders
     uint32_t q8_rows_ = 2;
     bool q8_rows_set_ = false;  // TANDEM_VK_Q8_ROWS given: every type takes q8_rows_
     bool q8_share_ = true;

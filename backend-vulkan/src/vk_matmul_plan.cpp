@@ -14,6 +14,8 @@ namespace tandem::vk {
 
 namespace {
 constexpr int64_t kTiledMinTokens = 9;  // below this, matvec passes over the weights ceil(T/4)x
+constexpr uint32_t kSmallMatrixWorkgroups = 128;  // fewer at the default shape: a row each
+constexpr uint32_t kSmallMatrixWg = 128;
 constexpr uint32_t kTiledShared = 2 * 64 * 33 * 4;
 constexpr uint32_t kCoopmatShared = (128 + 64) * 9 * 16 + 8 * 256 * 4;  // matmul_coopmat.comp
 
@@ -35,6 +37,14 @@ VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_
     }
     plan.wg = matvec_wg_;
     plan.rows = matvec_rows_;
+    // A matrix of few rows (an MoE router: 128 rows of f32) in workgroups of one row each, so it
+    // spreads over the device: at 512 x 16 its 8 workgroups read 1 MB on 8 compute units (H200,
+    // qwen3-30b-a3b: 21.8 us a call, docs/vulkan.md "Session 21").
+    if (!matvec_env_ && w.ne[1] < int64_t(kSmallMatrixWorkgroups) * plan.rows &&
+        matvec_shared_bytes(kSmallMatrixWg, 1, 1) <= pd_.max_shared_bytes) {
+        plan.wg = kSmallMatrixWg;
+        plan.rows = 1;
+    }
     plan.tok = n_tok == 1 ? 1 : 4;
     // The direct kernel needs whole groups; its shared memory is only the reduction.
     plan.direct = matvec_direct_ && whole_groups && plan.tok * plan.wg * 4 <= pd_.max_shared_bytes;
@@ -107,6 +117,7 @@ void VulkanBackend::read_tuning_env() {
             matvec_wg_ = wg;
             matvec_rows_ = rows;
             matvec_direct_ = direct != 0;
+            matvec_env_ = true;
         } else {
             std::fprintf(stderr, "vulkan: ignoring TANDEM_VK_MATVEC='%s' (want wg,rows[,direct])\n",
                          mv);

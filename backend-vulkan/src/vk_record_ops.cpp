@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "tandem/backend/collective.h"
+#include "tandem/backend/fusion.h"
 #include "tandem/common/error.h"
 #include "tandem/common/log.h"
 #include "vk_backend.h"
@@ -76,6 +77,15 @@ struct CombinePush {
     uint32_t n_tok, n_head, head_dim, n_split;
     uint64_t qs, ds;  // Q8: the output's q8 activations
 };
+struct QkNormRopePush {
+    uint64_t q, k, v, qw, kw, table, q_out, k_cache, v_cache, step;
+    uint32_t n_head, n_kv_head, head_dim, neox;
+    float eps;
+    uint32_t has_qw, has_kw;
+};
+static_assert(sizeof(QkNormRopePush) <= kPushConstantBytes);
+constexpr uint32_t kQkNormGroup = 64;  // qk_norm_rope.comp: rms_norm.comp's per-head size
+
 struct RoutePush {
     uint64_t logits, route;
     uint32_t n_tok, n_expert, k, normalize;
@@ -393,6 +403,59 @@ bool VulkanBackend::try_fuse_rope_store(const Graph& g, size_t at) {
     return true;
 }
 
+bool VulkanBackend::try_fuse_qk_norm_rope(const Graph& g, size_t at) {
+    if (!fuse_ || !q8_rope_ || g.nodes()[at].op != Op::RmsNorm) return false;
+    const auto m = match_qk_norm_rope(g, at);
+    if (!m) return false;
+    const Node &nq = *m->norm_q, &nk = *m->norm_k, &rq = *m->rope_q;
+    const GraphTensor &qt = g.tensor(nq.src[0]), &kt = g.tensor(nk.src[0]);
+    const int64_t hd = m->head_dim, H = qt.cols() / hd, KV = kt.cols() / hd;
+    const auto table = rope_table_.find(&rq);  // the host's (cos, sin), shared with k's rope
+    if (table == rope_table_.end() || qt.rows() != 1 || hd % 4 != 0 || hd > 256) return false;
+    const Ref q = ref(g, nq.src[0]), k = ref(g, nk.src[0]), v = ref(g, m->store_v->src[0]);
+    const Ref qw = ref(g, nq.src[1]), kw = ref(g, nk.src[1]), y = ref(g, rq.out);
+    const Ref kc = ref(g, m->store_k->src[1]), vc = ref(g, m->store_v->src[1]);
+    // 16-byte loads and stores (the roped q may take q's or k's memory: all is read first).
+    if (((q.address | k.address | v.address | y.address) & 15) != 0 ||
+        (qw.buffer >= 0 && (qw.address & 15) != 0) || (kw.buffer >= 0 && (kw.address & 15) != 0))
+        return false;
+    const QkNormRopePush p{q.address,
+                           k.address,
+                           v.address,
+                           qw.buffer >= 0 ? qw.address : q.address,
+                           kw.buffer >= 0 ? kw.address : k.address,
+                           io_.address + table->second,
+                           y.address,
+                           kc.address,
+                           vc.address,
+                           io_.address,
+                           u32(H),
+                           u32(KV),
+                           u32(hd),
+                           m->neox ? 1u : 0u,
+                           nq.f[0],
+                           qw.buffer >= 0 ? 1u : 0u,
+                           kw.buffer >= 0 ? 1u : 0u};
+    // rms_norm.comp's choice at its per-head workgroup of 64 (rms_workgroup).
+    const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&
+                                pd_.subgroup_size <= kQkNormGroup &&
+                                kQkNormGroup % pd_.subgroup_size == 0
+                            ? 1u
+                            : 0u;
+    // As many 64-wide groups as the device runs in one workgroup (heads a group takes: H = 32
+    // and KV = 8 are 10 rounds of four barriers at 256 invocations, 3 at 1024).
+    const auto sh4 = u32((H + 2 * KV) * hd / 4);  // shared vec4s
+    uint32_t wg = 0;
+    for (uint32_t w : {1024u, 256u, 64u})
+        if (wg == 0 && w <= pd_.max_workgroup_invocations &&
+            uint64_t(sh4) * 16 + w * 4 <= pd_.max_shared_bytes)
+            wg = w;
+    if (wg == 0) return false;
+    dispatch("qk_norm_rope", {sg, m->cache_f16 ? 1u : 0u, wg, sh4}, &p, sizeof p, 1, 1, 1,
+             {q, k, v, qw, kw}, {y, kc, vc});
+    return true;
+}
+
 bool VulkanBackend::record_attention(const Graph& g, const Node& n, bool q8) {
     const GraphTensor& out = g.tensor(n.out);
     const GraphTensor& kc = g.tensor(n.src[1]);
@@ -600,10 +663,21 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                             " must be 1..16 and at most n_expert");
             RoutePush p{a.address,     y.address,   u32(out.rows()),
                         u32(n_expert), u32(n.i[0]), n.i[1] != 0 ? 1u : 0u};
-            dispatch("moe_route", {}, &p, sizeof p, u32((out.rows() + 63) / 64), 1, 1, {a}, {y});
+            if (n_expert <= 512) {  // a workgroup per token (moe_route.comp)
+                const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&
+                                            pd_.subgroup_size <= 64 && 64 % pd_.subgroup_size == 0
+                                        ? 1u
+                                        : 0u;
+                dispatch("moe_route", {sg}, &p, sizeof p, split_x(uint64_t(out.rows())), 1,
+                         split_z(uint64_t(out.rows())), {a}, {y});
+            } else {
+                dispatch("moe_route_serial", {}, &p, sizeof p, u32((out.rows() + 63) / 64), 1, 1,
+                         {a}, {y});
+            }
             break;
         }
         case Op::MoeFfn: {
+            if (record_moe_ffn_q8(g, n)) break;
             const WeightDesc& gw = weight_desc(g, n.src[2]);
             const WeightDesc& uw = weight_desc(g, n.src[3]);
             const WeightDesc& dw = weight_desc(g, n.src[4]);

@@ -550,6 +550,17 @@ TEST(HipSpeedPaths, MatvecAddNormFoldedIntoTheMatvecsAfterIt) {
                                    folds, hip::kQ8LayoutGroup);
 }
 
+// The expert FFN over q8 activations (hip_moe_q8.hip): expect_moe_q8_paths.
+TEST(HipSpeedPaths, MoeQ8PrefillMatchesDecodeAndElementWise) {
+    TANDEM_HIP_OR_SKIP(hip);
+    expect_moe_q8_paths(*hip, [] {
+        ::setenv("TANDEM_HIP_MOE_Q8", "0", 1);
+        auto off = hip_backend();
+        ::unsetenv("TANDEM_HIP_MOE_Q8");
+        return off;
+    });
+}
+
 // The FFN between two folded norms (rows of a multiple of 256, T <= 2; 3 tokens: the norms
 // apart): gate + up of the norm's q8 values, the gated activation quantised for the down
 // projection (640: a width the q8 path does not take, down over f32 activations).

@@ -6,6 +6,8 @@
 // norm after it must leave both the sum and the norm right.
 #include <array>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -576,6 +578,54 @@ inline void expect_qkv_rope_and_kv_store(Backend& b) {
             EXPECT_LT(reported_nmse(what + " k cache rows", rows(k_cache), k_ref), 1e-10) << what;
             EXPECT_LT(reported_nmse(what + " v cache rows", rows(v_cache), v_ref), 1e-10) << what;
         }
+    }
+}
+
+// The expert FFN over q8 activations (HIP hip_moe_q8.hip, Vulkan moe_q8.comp). Every slot's
+// sums are made alone, so a token's gate / up rows come out the same in the prefill form
+// (slots grouped by expert, 8 at a time) as in the decode form (a block per slot); only the
+// down projection adds them in another order (a token's slots inside one block against each
+// slot's rows, then a sum). Against the element-wise kernels (a backend made with the q8 path
+// off: f32 activations) the q8 rounding shows: near, not equal, which also shows the q8 path
+// ran.
+inline void expect_moe_q8_paths(Backend& b,
+                                const std::function<std::unique_ptr<Backend>()>& q8_off) {
+    const int64_t n_embd = 1024, n_ff = 512, n_expert = 16, T = 20, chunk = 4;
+    const int k = 8;
+    auto off = q8_off();
+    ASSERT_TRUE(off) << "no second backend with the q8 expert path off";
+    for (auto [gu, dn] : {std::pair{DType::Q4_0, DType::Q4_0}, std::pair{DType::Q4_K, DType::Q6_K},
+                          std::pair{DType::Q8_0, DType::Q5_K}}) {
+        QuantWeight gate(gu, {n_embd, n_ff, n_expert}, 31), up(gu, {n_embd, n_ff, n_expert}, 32),
+            down(dn, {n_ff, n_embd, n_expert}, 33);
+        const auto x = random_floats(size_t(n_embd * T), 34, -2.0f, 2.0f);
+        const auto logits = random_floats(size_t(n_expert * T), 35, -3.0f, 3.0f);
+        auto run = [&](Backend& be, int64_t t0, int64_t n) {
+            OpGraph g;
+            std::vector<float> out;
+            const TensorId wg = g.weight(be, gate), wu = g.weight(be, up), wd = g.weight(be, down);
+            const TensorId in = g.input(x.data() + t0 * n_embd, n_embd, n);
+            const TensorId lg = g.input(logits.data() + t0 * n_expert, n_expert, n);
+            const TensorId rt = g.g.activation("route", 2 * k, n);
+            g.node(Op::MoeRoute, rt, {lg}, {k, 1, 0, 0});
+            g.node(Op::MoeFfn, g.output(out, n_embd, n), {in, rt, wg, wu, wd},
+                   {0, int32_t(Activation::Silu), 0, 0});
+            g.run(be);
+            return out;
+        };
+        const std::string what = std::string(dtype_name(gu)) + "/" + std::string(dtype_name(dn));
+        const std::vector<float> prefill = run(b, 0, T);
+        std::vector<float> decode;
+        for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+            const auto part = run(b, t0, chunk);
+            decode.insert(decode.end(), part.begin(), part.end());
+        }
+        EXPECT_LT(reported_nmse(what + " prefill vs decode", prefill, as_double(decode)), 1e-11)
+            << what;
+        const double e =
+            reported_nmse(what + " q8 vs element-wise", prefill, as_double(run(*off, 0, T)));
+        EXPECT_LT(e, 2e-4) << what;
+        EXPECT_GT(e, 1e-12) << what << ": no q8 rounding, so the q8 path did not run";
     }
 }
 

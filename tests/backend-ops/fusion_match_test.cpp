@@ -1,9 +1,10 @@
-// match_qkv_rope (tandem/backend/fusion.h), the pattern both GPU backends fuse into their q/k/v
-// matvec: the graph builder's attention block matches (normal and NeoX), and each thing that must
-// keep the separate kernels does not: another reader of the raw k / v / roped k, a partial rotary
-// dimension, ropes that differ, caches of two types, a q norm between matmul and rope, an output
-// tensor instead of an activation, and a run cut short. match_matvec_resid_norm, the projection +
-// residual add + norm run both fold into their matvecs, likewise. No backend needed.
+// match_qkv_rope and match_qk_norm_rope (tandem/backend/fusion.h), the patterns both GPU backends
+// fuse (into their q/k/v matvec; into one q/k-norm launch): the graph builder's attention block
+// matches (normal and NeoX), and each thing that must keep the separate kernels does not: another
+// reader of the raw k / v / roped k, a partial rotary dimension, ropes that differ, caches of two
+// types, a q norm between matmul and rope, an output tensor instead of an activation, and a run cut
+// short. match_matvec_resid_norm, the projection + residual add + norm run both fold into their
+// matvecs, likewise. No backend needed.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -103,6 +104,61 @@ TEST(FusionMatch, WhatMustStaySeparateDoesNotMatch) {
         block(RopeMode::Normal, 64, DType::F16, [](std::vector<Node>& n, Block&) { n.resize(7); });
     EXPECT_FALSE(match_qkv_rope(cut.g, 1));
     EXPECT_FALSE(match_qkv_rope(cut.g, 100));
+}
+
+// The same block with q/k norms per head between the matmuls and the ropes, as the graph builder
+// emits it for Qwen3 and Gemma 3 (norms at nodes 4, 5; ropes 6, 7; stores 8, 9).
+Block normed_block(const std::function<void(std::vector<Node>&, Block&)>& edit = nullptr) {
+    return block(RopeMode::Neox, 64, DType::F16, [&edit](std::vector<Node>& n, Block& b) {
+        const TensorId qn = b.g.activation("q_normed", b.g.tensor(b.q).cols(), 1);
+        const TensorId kn = b.g.activation("k_normed", b.g.tensor(b.k).cols(), 1);
+        const TensorId qw = b.g.weight(3, "q_norm", DType::F32, {64, 1, 1});
+        const TensorId kw = b.g.weight(4, "k_norm", DType::F32, {64, 1, 1});
+        n.insert(n.begin() + 4, {make_node(Op::RmsNorm, qn, {b.q, qw}, {64, 0, 0, 0}, {1e-6f, 0}),
+                                 make_node(Op::RmsNorm, kn, {b.k, kw}, {64, 0, 0, 0}, {1e-6f, 0})});
+        n[6].src[0] = qn;
+        n[7].src[0] = kn;
+        if (edit) edit(n, b);
+    });
+}
+
+TEST(FusionMatch, QkNormBlockMatches) {
+    Block b = normed_block();
+    EXPECT_FALSE(match_qkv_rope(b.g, 1));      // the norms sit between matmuls and ropes
+    EXPECT_FALSE(match_qk_norm_rope(b.g, 1));  // q's matmul, not its norm
+    const auto m = match_qk_norm_rope(b.g, 4);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->norm_q, &b.g.nodes()[4]);
+    EXPECT_EQ(m->norm_k, &b.g.nodes()[5]);
+    EXPECT_EQ(m->rope_q->out, b.qr);
+    EXPECT_EQ(m->store_v, &b.g.nodes()[9]);
+    EXPECT_EQ(m->store_v->src[0], b.v);
+    EXPECT_EQ(m->head_dim, 64);
+    EXPECT_TRUE(m->neox);
+    EXPECT_TRUE(m->cache_f16);
+}
+
+TEST(FusionMatch, QkNormBlockThatMustStaySeparateDoesNotMatch) {
+    // A norm over another group than the head, norms of two eps, ropes of two bases.
+    const std::function<void(std::vector<Node>&, Block&)> edits[] = {
+        [](std::vector<Node>& n, Block&) { n[4].i[0] = 256; },
+        [](std::vector<Node>& n, Block&) { n[5].f[0] = 1e-5f; },
+        [](std::vector<Node>& n, Block&) { n[7].f[0] = 500000.0f; },
+        // Another reader of the normed q, of the roped k: they would never be written.
+        [](std::vector<Node>& n, Block& b) {
+            n.push_back(make_node(Op::Copy, b.g.output(1, "peek", 256, 1), {n[4].out}));
+        },
+        [](std::vector<Node>& n, Block& b) {
+            n.push_back(make_node(Op::Copy, b.g.output(1, "peek", 128, 1), {b.kr}));
+        },
+        // The K store of something other than the roped k.
+        [](std::vector<Node>& n, Block& b) { n[8].src[0] = b.v; },
+    };
+    for (size_t i = 0; i < std::size(edits); ++i)
+        EXPECT_FALSE(match_qk_norm_rope(normed_block(edits[i]).g, 4)) << "edit " << i;
+    // A run cut short.
+    EXPECT_FALSE(
+        match_qk_norm_rope(normed_block([](std::vector<Node>& n, Block&) { n.resize(9); }).g, 4));
 }
 
 // An output projection, its all-reduce, the residual add and the next norm, read by a matmul

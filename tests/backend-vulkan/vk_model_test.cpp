@@ -90,15 +90,17 @@ TEST(VulkanModelsHalf, F16AndBf16WeightsWithF16CacheMatchCpu) {
 }
 
 // Quantised weights decoded one token per step (the int8-dot matvec, q/k/v roping and storing
-// their own rows; normal rope in llama-tiny, NeoX with q/k/v biases in qwen2-tiny) against the
-// same device with that fusion off (TANDEM_VK_QKV_ROPE=0): the whole model graph as the planner
-// lays it out (the roped q may take the memory of the norm before it) must give the same logits
-// at every step, f16 cache. Same bits: a one-ulp difference in q or k flips int8 roundings
+// their own rows; normal rope in llama-tiny, NeoX with q/k/v biases in qwen2-tiny; qwen3-tiny
+// and qwen3moe-tiny's q/k norms, ropes and stores in one dispatch, qk_norm_rope.comp) against
+// the same device with those fusions off (TANDEM_VK_QKV_ROPE=0): the whole model graph as the
+// planner lays it out (the roped q may take the memory of the norm before it) must give the same
+// logits at every step, f16 cache. Same bits: a one-ulp difference in q or k flips int8 roundings
 // downstream and moves these logits ~1 %, so a loose bound would hide a wrong row.
 TEST(VulkanModelsFused, QkvRopeFusionMatchesUnfusedSteps) {
     TANDEM_VULKAN_OR_SKIP(probe);
     probe.reset();
-    expect_switch_changes_no_logits("vulkan", "TANDEM_VK_QKV_ROPE");
+    expect_switch_changes_no_logits("vulkan", "TANDEM_VK_QKV_ROPE", 1e-5,
+                                    {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "qwen3moe-tiny"});
 }
 
 // The same models with each layer's RMSNorms folded into the matvecs around them (matvec_q8

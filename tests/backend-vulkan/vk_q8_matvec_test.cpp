@@ -214,5 +214,17 @@ TEST(VulkanQ8Matvec, AttentionQuantisesForTheMatmulAfterIt) {
     expect_attention_quantises_for_the_matmul_after_it(*vk);
 }
 
+// The expert FFN over q8 activations (moe_q8.comp; vk_moe.cpp): expect_moe_q8_paths.
+TEST(VulkanQ8Matvec, MoeQ8PrefillMatchesDecodeAndElementWise) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    TANDEM_Q8_OR_SKIP(vk);
+    expect_moe_q8_paths(*vk, [] {
+        setenv("TANDEM_VK_MOE_Q8", "0", 1);
+        auto off = vulkan_backend();
+        unsetenv("TANDEM_VK_MOE_Q8");
+        return off;
+    });
+}
+
 }  // namespace
 }  // namespace tandem::test

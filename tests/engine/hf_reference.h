@@ -69,8 +69,10 @@ inline std::vector<float> decode_step_by_step(engine::Engine& e, const std::vect
 // expected; a fusion that rounds differently moves int8 roundings downstream, and with them these
 // near-flat logits by up to a few %).
 inline void expect_switch_changes_no_logits(const std::string& backend, const char* env,
-                                            double bound = 1e-5) {
-    for (const char* name : {"llama-tiny", "qwen2-tiny"}) {
+                                            double bound = 1e-5,
+                                            std::initializer_list<const char*> models = {
+                                                "llama-tiny", "qwen2-tiny"}) {
+    for (const char* name : models) {
         TANDEM_FIXTURE_OR_SKIP(dir, std::string("hf-tiny/") + name);
         const HfReference ref = load_hf_reference(dir);
         std::vector<int32_t> ids = ref.prompt;

@@ -28,6 +28,7 @@ const std::map<std::string, Shape>& shapes() {
         {"llama-3.1-8b", {"llama", 128256, 4096, 32, 32, 8, 128, 14336, 500000.0f, false}},
         {"llama-3.1-70b", {"llama", 128256, 8192, 80, 64, 8, 128, 28672, 500000.0f, false}},
         {"qwen2.5-7b", {"qwen2", 152064, 3584, 28, 28, 4, 128, 18944, 1000000.0f, false}},
+        {"qwen3-8b", {"qwen3", 151936, 4096, 36, 32, 8, 128, 12288, 1000000.0f, false}},
         {"qwen3-30b-a3b",
          {"qwen3moe", 151936, 2048, 48, 32, 4, 128, 6144, 1000000.0f, false, 128, 8, 768, 40960}},
         {"tiny-llama", {"llama", 512, 256, 2, 4, 2, 64, 512, 10000.0f, false, 0, 0, 0, 2048}},
@@ -167,7 +168,7 @@ void write_synthetic_model(const std::string& like, DType type, const std::files
             biases(p + "attn_k.bias", uint64_t(s.n_kv_head) * HD);
             biases(p + "attn_v.bias", uint64_t(s.n_kv_head) * HD);
         }
-        if (a == "qwen3moe") {
+        if (a == "qwen3" || a == "qwen3moe") {
             ones(p + "attn_q_norm.weight", HD);
             ones(p + "attn_k_norm.weight", HD);
         }

@@ -10,17 +10,11 @@
 
 namespace tandem {
 
-// nodes[at..at+6] = MatMul q, k, v of one input, Rope(q), Rope(k), KvStore(roped k),
-// KvStore(v), as the graph builder emits an attention block without q/k norms: a matvec over
-// q/k/v can rope q and k itself and store k and v straight into the caches. Matched when
-// both ropes rotate the whole head (n_rot == head_dim, normal or NeoX) with the same positions,
-// frequencies and parameters, both caches have one type (f16 or f32) and the widths of k and v,
-// and the raw q, k, v and the roped k are activations nothing outside the run reads (the roped
-// q is written: attention reads it).
-struct QkvRopeMatch {
-    const Node* q;
-    const Node* k;
-    const Node* v;
+// Rope(q), Rope(k), KvStore(roped k), KvStore(v): how an attention block's inputs end, what a
+// fused launch that ropes and stores them itself needs of them. Qualified when both ropes rotate
+// the whole head (n_rot == head_dim, normal or NeoX) with the same positions, frequencies and
+// parameters, and both caches have one type (f16 or f32) and the widths of k and v.
+struct RopeStores {
     const Node* rope_q;
     const Node* rope_k;
     const Node* store_k;
@@ -29,7 +23,28 @@ struct QkvRopeMatch {
     bool neox;
     bool cache_f16;
 };
+
+// nodes[at..at+6] = MatMul q, k, v of one input, then the ropes and stores (RopeStores), as the
+// graph builder emits an attention block without q/k norms: a matvec over q/k/v can rope q and k
+// itself and store k and v straight into the caches. Matched when the raw q, k, v and the roped
+// k are activations nothing outside the run reads (the roped q is written: attention reads it).
+struct QkvRopeMatch : RopeStores {
+    const Node* q;
+    const Node* k;
+    const Node* v;
+};
 std::optional<QkvRopeMatch> match_qkv_rope(const Graph& g, size_t at);
+
+// nodes[at..at+5] = RmsNorm(q) and RmsNorm(k) per head, then the ropes and stores (RopeStores),
+// as the graph builder emits an attention block with q/k norms (Qwen3, Gemma 3) after the q/k/v
+// matmuls: one launch can norm, rope and store every head. Matched when both norms take groups
+// of head_dim with the same eps, q, k and v have the same rows, and the normed q and k and the
+// roped k are activations nothing outside the run reads.
+struct QkNormRopeMatch : RopeStores {
+    const Node* norm_q;
+    const Node* norm_k;
+};
+std::optional<QkNormRopeMatch> match_qk_norm_rope(const Graph& g, size_t at);
 
 // Each tensor's last reader and last writer (node indices; 0 where none), computed once per
 // step for the matchers that must know where a run's tensors are read or written again.

@@ -1,0 +1,22 @@
+#pragma once
+// The expert FFN over q8 activations (hip_moe_q8.hip); launch_moe_ffn (hip_moe.hip) takes it
+// where it applies and the element-wise kernels elsewhere.
+#include <cstdint>
+
+#include "hip_ops.h"
+
+namespace tandem::hip {
+
+inline constexpr int64_t kMoeMaxExperts = 1024;  // experts a rank holds, for the prefill lists
+
+// Whether the q8 path takes these experts: gate and up of one type, all three matrices of a type
+// the q8 matvec reads, rows of whole 256-value groups.
+bool moe_ffn_q8_supported(DType gate, DType up, DType down, int64_t n_embd, int64_t n_ff,
+                          int64_t n_local);
+// Scratch bytes launch_moe_ffn_q8 needs (hidden rows, q8 activations, prefill lists).
+uint64_t moe_ffn_q8_scratch_bytes(int64_t n_tok, int k, int64_t n_embd, int64_t n_ff,
+                                  int64_t n_local);
+// False, enqueueing nothing, where it does not apply (types, shapes, alignment, scratch).
+bool launch_moe_ffn_q8(const MoeFfnArgs& a, hipStream_t s);
+
+}  // namespace tandem::hip
