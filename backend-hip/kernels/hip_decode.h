@@ -68,7 +68,8 @@ __device__ inline float sq4(float4 a) {
     return a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w;
 }
 
-__device__ inline float group_sum(float v) {
+template <class V>
+__device__ inline V group_sum(V v) {
     for (int off = kLaneGroup / 2; off > 0; off >>= 1) v += lane_xor(v, off, kLaneGroup);
     return v;
 }

@@ -383,16 +383,14 @@ void matvec_q8_launch(const Q8Parts& parts, int64_t stride, int n_in, const int8
 template <DType T>
 bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_t n_tok,
                   hipStream_t s, const Q8Rope* rope, const Q8Norm* norm) {
-    using D = Q8Dot<T>;
     const auto stride = static_cast<int64_t>(row_bytes(file_type(T), static_cast<uint64_t>(n_in)));
-    if (stride % D::kAlign != 0) return false;
     Q8Parts parts{};
     parts.n = n;
     parts.prefetch = prefetch_weights(T) ? 1 : 0;
     if (rope) parts.rope = *rope;
     if (norm) parts.norm = *norm;
     for (int i = 0; i < n; ++i) {
-        if (reinterpret_cast<uintptr_t>(m[i].w) % D::kAlign != 0) return false;
+        if (!q8_rows_aligned<T>(m[i].w, n_in)) return false;
         parts.w[i] = static_cast<const uint8_t*>(m[i].w);
         parts.bias[i] = m[i].bias;
         parts.out[i] = m[i].out;
@@ -414,39 +412,11 @@ bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_
     return true;
 }
 
-// f(std::integral_constant<DType, T>{}) for the weight types the q8 matvec reads (the file
-// types and the repacked ones); false (f not called) for any other, whose launch then enqueues
-// nothing.
-template <class F>
-bool visit_q8_type(DType type, F&& f) {
-    if (visit_packed(type, f)) return true;
-    switch (type) {
-        case DType::Q4_0:
-            f(std::integral_constant<DType, DType::Q4_0>{});
-            return true;
-        case DType::Q8_0:
-            f(std::integral_constant<DType, DType::Q8_0>{});
-            return true;
-        case DType::Q4_K:
-            f(std::integral_constant<DType, DType::Q4_K>{});
-            return true;
-        case DType::Q5_K:
-            f(std::integral_constant<DType, DType::Q5_K>{});
-            return true;
-        case DType::Q6_K:
-            f(std::integral_constant<DType, DType::Q6_K>{});
-            return true;
-        default:
-            return false;
-    }
-}
-
 template <DType T>
 bool matvec_q8_resid_norm_as(const void* w, int64_t n_in, int64_t n_out, const void* q8,
                              int64_t n_tok, const ResidNormOut& o, hipStream_t s) {
-    using D = Q8Dot<T>;
+    if (!q8_rows_aligned<T>(w, n_in)) return false;
     const auto stride = static_cast<int64_t>(row_bytes(file_type(T), static_cast<uint64_t>(n_in)));
-    if (stride % D::kAlign != 0 || reinterpret_cast<uintptr_t>(w) % D::kAlign != 0) return false;
     const auto* xq = static_cast<const int8_t*>(q8);
     const auto* xds = reinterpret_cast<const float2*>(xq + n_tok * n_in);
     const dim3 grid(static_cast<unsigned>(n_out / kResidRows)), block(kResidThreads);

@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kRouteGroups* kLaneGroup)
     mx = group_max(mx);
     double sum = 0;
     for (int64_t e = lane; e < n_expert; e += kLaneGroup) sum += double(expf(l[e] - mx));
-    for (int off = kLaneGroup / 2; off > 0; off >>= 1) sum += lane_xor(sum, off, kLaneGroup);
+    sum = group_sum(sum);
     for (int64_t e = lane; e < n_expert; e += kLaneGroup)
         prob[g][e] = float(double(expf(l[e] - mx)) / sum);
     float wsum = 0.0f, my_p = 0.0f;  // lane j keeps pick j (k <= 32)
@@ -113,13 +113,6 @@ __global__ void k_moe_route_serial(const float* logits, int64_t n_tok, int64_t n
     }
 }
 
-// Local expert of route slot j of token t, or -1 when another rank holds it.
-__device__ inline int local_expert(const float* route, int64_t t, int k, int j, int first,
-                                   int64_t n_local) {
-    const int le = int(route[t * 2 * k + 2 * j]) - first;
-    return le >= 0 && le < n_local ? le : -1;
-}
-
 // grid (n_ff, n_tok * k); block kProjBlock. h[slot, f] = W_e[f, :] . x[t, :] for the expert e of
 // the slot (zero when it is not held here). W [n_local][n_ff][n_embd] in type T.
 template <uint32_t TypeId>
@@ -129,7 +122,7 @@ __global__ void k_moe_proj(const void* w, int64_t n_embd, int64_t row_stride, in
     constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     __shared__ float sh[kProjBlock];
     const int64_t f = blockIdx.x, slot = blockIdx.y, t = slot / k;
-    const int le = local_expert(route, t, k, int(slot % k), first, n_local);
+    const int le = slot_expert(route, slot, first, n_local);
     float acc = 0.0f;
     if (le >= 0) {  // uniform over the block: the reduction below is reached by every thread
         const auto* row = static_cast<const uint8_t*>(w) + (int64_t(le) * n_ff + f) * row_stride;
@@ -152,7 +145,7 @@ __global__ void k_moe_down(const void* w, int64_t n_ff, int64_t row_stride, int6
     const int64_t o = blockIdx.x, t = blockIdx.y;
     float acc = 0.0f;
     for (int j = 0; j < k; ++j) {
-        const int le = local_expert(route, t, k, j, first, n_local);
+        const int le = slot_expert(route, t * k + j, first, n_local);
         if (le < 0) continue;
         const float wgt = route[t * 2 * k + 2 * j + 1];
         const auto* row = static_cast<const uint8_t*>(w) + (int64_t(le) * n_embd + o) * row_stride;

@@ -9,6 +9,13 @@ namespace tandem::hip {
 
 inline constexpr int64_t kMoeMaxExperts = 1024;  // experts a rank holds, for the prefill lists
 
+// The local expert of route slot `slot` (token slot / k; route [n_tok, 2k] of (expert id,
+// weight) pairs), or -1 where another rank holds it.
+__device__ inline int slot_expert(const float* route, int64_t slot, int first, int64_t n_local) {
+    const int le = int(route[2 * slot]) - first;
+    return le >= 0 && le < n_local ? le : -1;
+}
+
 // Whether the q8 path takes these experts: gate and up of one type, all three matrices of a type
 // the q8 matvec reads, rows of whole 256-value groups.
 bool moe_ffn_q8_supported(DType gate, DType up, DType down, int64_t n_embd, int64_t n_ff,

@@ -34,13 +34,6 @@ __host__ __device__ inline int64_t align_up(int64_t v) {
     return (v + kAlignBytes - 1) / kAlignBytes * kAlignBytes;
 }
 
-// Local expert of route slot `slot` (token slot / k), or -1 when another rank holds it.
-__device__ inline int slot_expert(const float* route, int k, int64_t slot, int first,
-                                  int64_t n_local) {
-    const int le = int(route[2 * slot]) - first;  // route [n_tok, 2k]: slot's pair at 2 slot
-    return le >= 0 && le < n_local ? le : -1;
-}
-
 __device__ inline Act act_row(const int8_t* q, const float2* ds, int n_in, int64_t row) {
     return {reinterpret_cast<const int4*>(q + row * n_in), ds + row * (n_in / kQ8Block)};
 }
@@ -83,7 +76,7 @@ __global__ void __launch_bounds__(G* kLaneGroup) k_moe_rows_q8(MoeRows m) {
         base = m.offsets[le];
         count = m.offsets[le + 1] - base;
     } else {
-        le = slot_expert(m.route, m.k, slot0, m.first, m.n_local);
+        le = slot_expert(m.route, slot0, m.first, m.n_local);
         count = 1;
         if (le < 0) {  // another rank's expert: zeros, so h stays finite
             if (tid < R) m.out[p][slot0 * m.rows + r0 + tid] = 0.0f;
@@ -143,7 +136,7 @@ __global__ void __launch_bounds__(kDownGroups* kLaneGroup)
     float tot[R] = {};
     for (int j = g; j < k; j += kDownGroups) {  // uniform over the lane group
         const int64_t slot = t * k + j;
-        const int le = slot_expert(route, k, slot, first, n_local);
+        const int le = slot_expert(route, slot, first, n_local);
         if (le < 0) continue;
         const float wgt = route[2 * slot + 1];
         const uint8_t* wr[R];
@@ -182,7 +175,7 @@ __global__ void __launch_bounds__(kListThreads)
     for (int64_t e = tid; e < n_local; e += kListThreads) cursor[e] = 0;
     __syncthreads();
     for (int64_t s = tid; s < n_slots; s += kListThreads) {
-        const int le = slot_expert(route, k, s, first, n_local);
+        const int le = slot_expert(route, s, first, n_local);
         if (le >= 0) atomicAdd(&cursor[le], 1);
     }
     __syncthreads();
@@ -198,7 +191,7 @@ __global__ void __launch_bounds__(kListThreads)
     }
     __syncthreads();
     for (int64_t s = tid; s < n_slots; s += kListThreads) {
-        const int le = slot_expert(route, k, s, first, n_local);
+        const int le = slot_expert(route, s, first, n_local);
         if (le >= 0) slots[atomicAdd(&cursor[le], 1)] = int(s);
     }
 }
@@ -215,7 +208,7 @@ __global__ void k_moe_slot_sum(const float* ys, const float* route, int64_t n_to
     float v = 0.0f;
     for (int j = 0; j < k; ++j) {
         const int64_t slot = t * k + j;
-        if (slot_expert(route, k, slot, first, n_local) >= 0) v += ys[slot * n_embd + o];
+        if (slot_expert(route, slot, first, n_local) >= 0) v += ys[slot * n_embd + o];
     }
     y[i] = v;
 }
@@ -244,42 +237,11 @@ bool q8_type(DType t) {
     return q8_matvec_supported(t, 8 * kQ8LayoutGroup, 1, 1);
 }
 
-// f(std::integral_constant<DType, T>{}) for the q8 matvec's types (hip_matvec_q8.hip's list).
-template <class F>
-bool visit_moe_type(DType type, F&& f) {
-    if (visit_packed(type, f)) return true;
-    switch (type) {
-        case DType::Q4_0:
-            f(std::integral_constant<DType, DType::Q4_0>{});
-            return true;
-        case DType::Q8_0:
-            f(std::integral_constant<DType, DType::Q8_0>{});
-            return true;
-        case DType::Q4_K:
-            f(std::integral_constant<DType, DType::Q4_K>{});
-            return true;
-        case DType::Q5_K:
-            f(std::integral_constant<DType, DType::Q5_K>{});
-            return true;
-        case DType::Q6_K:
-            f(std::integral_constant<DType, DType::Q6_K>{});
-            return true;
-        default:
-            return false;
-    }
-}
-
-template <DType T>
-bool aligned_rows(const void* w, int64_t n_in) {
-    const auto stride = static_cast<int64_t>(row_bytes(file_type(T), uint64_t(n_in)));
-    return stride % Q8Dot<T>::kAlign == 0 && reinterpret_cast<uintptr_t>(w) % Q8Dot<T>::kAlign == 0;
-}
-
 void launch_rows(DType type, const MoeRows& m, int parts, unsigned grid_y, bool prefill,
                  hipStream_t s) {
     const dim3 grid(static_cast<unsigned>(parts * m.rows / kMoeR), grid_y),
         block(kMoeGroups * kLaneGroup);
-    visit_moe_type(type, [&](auto P) {
+    visit_q8_type(type, [&](auto P) {
         constexpr uint32_t id = type_id(decltype(P)::value);
         if (prefill)
             TANDEM_LAUNCH_OVERLAPPED((k_moe_rows_q8<id, kPrefillTM, kMoeGroups>), grid, block, 0, s,
@@ -313,13 +275,13 @@ bool launch_moe_ffn_q8(const MoeFfnArgs& a, hipStream_t s) {
         (prefill && a.n_local > kMaxGridY))
         return false;
     bool aligned = false;
-    visit_moe_type(a.gate_type, [&](auto P) {
-        aligned = aligned_rows<decltype(P)::value>(a.gate, a.n_embd) &&
-                  aligned_rows<decltype(P)::value>(a.up, a.n_embd);
+    visit_q8_type(a.gate_type, [&](auto P) {
+        aligned = q8_rows_aligned<decltype(P)::value>(a.gate, a.n_embd) &&
+                  q8_rows_aligned<decltype(P)::value>(a.up, a.n_embd);
     });
     bool down_aligned = false;
-    visit_moe_type(a.down_type, [&](auto P) {
-        down_aligned = aligned_rows<decltype(P)::value>(a.down, a.n_ff);
+    visit_q8_type(a.down_type, [&](auto P) {
+        down_aligned = q8_rows_aligned<decltype(P)::value>(a.down, a.n_ff);
     });
     if (!aligned || !down_aligned) return false;
     auto* base = reinterpret_cast<uint8_t*>(a.scratch);
@@ -361,7 +323,7 @@ bool launch_moe_ffn_q8(const MoeFfnArgs& a, hipStream_t s) {
     enqueue_gated_q8(a.act, hg, hu, a.n_ff, n_slots, hg, hq, s);
     if (!prefill) {
         const dim3 grid(static_cast<unsigned>(a.n_embd / kMoeR), static_cast<unsigned>(a.n_tok));
-        visit_moe_type(a.down_type, [&](auto P) {
+        visit_q8_type(a.down_type, [&](auto P) {
             TANDEM_LAUNCH_OVERLAPPED(
                 (k_moe_down_q8<type_id(decltype(P)::value)>), grid, dim3(kDownGroups * kLaneGroup),
                 0, s, static_cast<const uint8_t*>(a.down), down_stride, int(a.n_ff), a.n_embd, hq,

@@ -1,6 +1,9 @@
 #pragma once
-// One thread's share of the decode matvec over q8 activations (hip_q8_dot.h items): the loop
-// the dense matvec kernels (hip_matvec_q8.hip) and the expert FFN's (hip_moe_q8.hip) share.
+// One thread's share of the decode matvec over q8 activations (hip_q8_dot.h items), the types
+// it reads and their alignment: what the dense matvec kernels (hip_matvec_q8.hip) and the
+// expert FFN's (hip_moe_q8.hip) share.
+#include <type_traits>
+
 #include "hip_q8_dot.h"
 
 namespace tandem::hip {
@@ -31,6 +34,41 @@ __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM
 #pragma unroll
             for (int t = 0; t < TM; ++t) acc[r][t] += D::dot(w, a[t]);
         }
+    }
+}
+
+// Whether rows of n_in weights of type T starting at w suit the items' loads (their alignment).
+template <DType T>
+bool q8_rows_aligned(const void* w, int64_t n_in) {
+    constexpr int64_t a = Q8Dot<T>::kAlign;
+    const auto stride = static_cast<int64_t>(row_bytes(file_type(T), static_cast<uint64_t>(n_in)));
+    return stride % a == 0 && reinterpret_cast<uintptr_t>(w) % a == 0;
+}
+
+// f(std::integral_constant<DType, T>{}) for the weight types the q8 matvec reads (the file
+// types and the repacked ones); false (f not called) for any other, whose launch then enqueues
+// nothing.
+template <class F>
+bool visit_q8_type(DType type, F&& f) {
+    if (visit_packed(type, f)) return true;
+    switch (type) {
+        case DType::Q4_0:
+            f(std::integral_constant<DType, DType::Q4_0>{});
+            return true;
+        case DType::Q8_0:
+            f(std::integral_constant<DType, DType::Q8_0>{});
+            return true;
+        case DType::Q4_K:
+            f(std::integral_constant<DType, DType::Q4_K>{});
+            return true;
+        case DType::Q5_K:
+            f(std::integral_constant<DType, DType::Q5_K>{});
+            return true;
+        case DType::Q6_K:
+            f(std::integral_constant<DType, DType::Q6_K>{});
+            return true;
+        default:
+            return false;
     }
 }
 

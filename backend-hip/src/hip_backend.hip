@@ -928,6 +928,7 @@ size_t HipBackend::run_qk_norm_rope(const Graph& g, size_t at) {
     a.v = f32(m->store_v->src[0]);
     a.q_out = f32(rq.out);
     const int64_t rows = q.rows();
+    if (rows != 1) return 0;  // the launch's one token; else no rope table for nothing
     a.cs = rope_table(reinterpret_cast<const int32_t*>(data_of(g, rq.src[1])), rows, m->head_dim,
                       rq.f[0], rq.f[1], opt(rq.src[2]));
     if (!a.cs) return 0;

@@ -6,10 +6,7 @@
 layout(local_size_x = 256) in;
 layout(push_constant) uniform P { Floats route; Uints lists; uint n_slots; uint first; uint n_local; } p;
 shared uint cursor[1024];
-int slot_expert(uint slot) {
-    const int le = int(p.route.v[2u * slot]) - int(p.first);
-    return le >= 0 && le < int(p.n_local) ? le : -1;
-}
+#include "moe_slots.glsl"
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     for (uint e = tid; e < p.n_local; e += 256u) cursor[e] = 0u;

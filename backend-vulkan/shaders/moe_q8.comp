@@ -28,11 +28,7 @@ const uint R = 4u;  // rows a workgroup
 const uint F_PER_TOKEN = 1u, F_WEIGHTED = 2u, F_LISTS = 4u;
 shared float red[R * TOK * WG];
 
-// The local expert of route slot `slot` (token slot / k), or -1 when another rank holds it.
-int slot_expert(uint slot) {
-    const int le = int(p.route.v[2u * slot]) - int(p.first);
-    return le >= 0 && le < int(p.n_local) ? le : -1;
-}
+#include "moe_slots.glsl"
 
 // red[v * WG + i] summed over i into red[v * WG], for v < n; every invocation calls it.
 void reduce(uint tid, uint n) {

@@ -4,6 +4,7 @@
 #include "common.glsl"
 layout(local_size_x = 256) in;
 layout(push_constant) uniform P { Floats ys; Floats route; Floats y; uint n; uint n_embd; uint k; uint first; uint n_local; } p;
+#include "moe_slots.glsl"
 void main() {
     const uint i = (gl_WorkGroupID.x + gl_WorkGroupID.z * 32768u) * 256u + gl_LocalInvocationID.x;
     if (i >= p.n) return;
@@ -11,8 +12,7 @@ void main() {
     float v = 0.0;
     for (uint j = 0u; j < p.k; ++j) {
         const uint slot = t * p.k + j;
-        const int le = int(p.route.v[2u * slot]) - int(p.first);
-        if (le >= 0 && le < int(p.n_local)) v += p.ys.v[slot * p.n_embd + o];
+        if (slot_expert(slot) >= 0) v += p.ys.v[slot * p.n_embd + o];
     }
     p.y.v[i] = v;
 }

@@ -53,6 +53,11 @@ struct AttnPush {
 inline constexpr uint64_t kStepParamsBytes = 256;  // io slots start after them
 inline constexpr uint64_t kIoAlign = 256;          // io slots and rope tables start on it
 
+// Bytes of one row of a weight in its file type (the shaders' row strides).
+inline uint32_t weight_row_bytes(const WeightDesc& w) {
+    return static_cast<uint32_t>(row_bytes(w.type, static_cast<uint64_t>(w.ne[0])));
+}
+
 class VulkanBackend final : public Backend {
   public:
     explicit VulkanBackend(const PhysicalDevice& pd);
@@ -137,6 +142,24 @@ class VulkanBackend final : public Backend {
     size_t try_fuse_matvecs(const Graph& g, size_t at);
     // The int8-dot decode matvec (matvec_q8.comp) runs weight `w` for T tokens.
     bool q8_matvec_ok(const Graph& g, TensorId w, int64_t T) const;
+    // Whether the int8-dot items (q8_items.glsl) read rows of n_in weights of shader type t
+    // (file type `type`): matvec_q8.comp's and moe_q8.comp's weights.
+    static bool q8_items_read(uint32_t t, DType type, int64_t n_in);
+    // Bytes of the int8 values of `values` activations: whole groups of the halves layout.
+    static uint64_t q8_values_bytes(uint64_t values);
+    // quantize_q8.comp: the n values of a (op 0), or act(a) * b (op gated_q8_op(), also written
+    // to y), as q8 activations at q with their (d, s) at address ds.
+    void record_quantize_q8(const Ref& a, const Ref& b, const Ref& y, const Ref& q, uint64_t ds,
+                            uint64_t n, uint32_t op);
+    // quantize_q8.comp's OP for a GatedAct's activation (eltwise.comp's ids).
+    static uint32_t gated_q8_op(int32_t activation) {
+        return activation == int32_t(Activation::Silu) ? 4u : 5u;
+    }
+    // Whether subgroups tile n invocations (and can add across themselves): the shaders'
+    // SUBGROUP_ADD choice.
+    bool subgroups_tile(uint32_t n) const {
+        return pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && n % pd_.subgroup_size == 0;
+    }
     // Nodes[at] is a MatMul on the q8 path reading `x` (the output of the node before it).
     bool q8_for_next_matmul(const Graph& g, size_t at, TensorId x) const;
     // Where the q8 activations of a [T, n_in] input live: q8_buf_ from byte 0 (alt: from

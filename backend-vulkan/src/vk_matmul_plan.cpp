@@ -57,8 +57,7 @@ VulkanBackend::MatmulPlan VulkanBackend::plan_matmul(const WeightDesc& w, int64_
         matvec_shared_bytes(plan.wg, plan.rows, 1, matvec_gpt1_) <= pd_.max_shared_bytes)
         plan.gpt = matvec_gpt1_;
     const uint32_t tpr = plan.wg / plan.rows;
-    plan.subgroup_add =
-        pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && tpr % pd_.subgroup_size == 0 ? 1u : 0u;
+    plan.subgroup_add = subgroups_tile(tpr) ? 1u : 0u;
     return plan;
 }
 

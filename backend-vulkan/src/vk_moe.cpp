@@ -5,7 +5,6 @@
 
 #include "vk_backend.h"
 #include "vk_grid.h"
-#include "vk_repack.h"
 
 namespace tandem::vk {
 namespace {
@@ -15,10 +14,6 @@ struct MoeQ8Push {
     uint32_t n_in, rows, row_bytes, k, first, n_local, flags;
 };
 static_assert(sizeof(MoeQ8Push) <= kPushConstantBytes);
-struct QuantPush {
-    uint64_t a, b, y, qs, ds;
-    uint32_t n4;
-};
 struct ListsPush {
     uint64_t route, lists;
     uint32_t n_slots, first, n_local;
@@ -38,36 +33,22 @@ uint64_t align256(uint64_t v) {
     return (v + 255) / 256 * 256;
 }
 
-// The q8 values of `values` activations (whole groups of the halves layout), then (d, s) per 32.
-uint64_t q8_bytes(uint64_t values) {
-    return align256(values) + values / 32 * 8;
-}
-
-bool q8_item_type(uint32_t t) {
-    for (DType d : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K})
-        if (t == uint32_t(d)) return true;
-    for (DType d : {DType::Q4_0, DType::Q8_0, DType::Q6_K})
-        if (t == repacked_type_id(d)) return true;
-    return false;
-}
-
-uint32_t row_bytes_of(const WeightDesc& w) {
-    return static_cast<uint32_t>(row_bytes(w.type, static_cast<uint64_t>(w.ne[0])));
-}
-
 }  // namespace
 
 bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
-    const WeightDesc& gw = weight_desc(g, n.src[2]);
+    const WeightDesc &gw = weight_desc(g, n.src[2]), &dw = weight_desc(g, n.src[4]);
     const uint32_t gt = shader_type(g, n.src[2]), ut = shader_type(g, n.src[3]),
                    dt = shader_type(g, n.src[4]);
     const GraphTensor& out = g.tensor(n.out);
     const int64_t T = out.rows(), k = g.tensor(n.src[1]).cols() / 2, n_slots = T * k;
     const int64_t n_embd = gw.ne[0], n_ff = gw.ne[1], n_local = gw.ne[2];
-    if (!q8_ || !moe_q8_ || gt != ut || !q8_item_type(gt) || !q8_item_type(dt) ||
-        n_embd % 256 != 0 || n_ff % 256 != 0 || n_local > kMaxExperts || n_slots > 65535 || T < 1)
+    if (!q8_ || !moe_q8_ || gt != ut || n_embd % 256 != 0 || n_ff % 256 != 0 ||
+        !q8_items_read(gt, gw.type, n_embd) || !q8_items_read(dt, dw.type, n_ff) ||
+        n_local > kMaxExperts || n_slots > 65535 || T < 1)
         return false;
     const bool prefill = T > kDecodeMaxTokens;
+    // The q8 activations of `values` values: the int8 values, then (d, s) per 32.
+    auto q8_bytes = [](uint64_t values) { return q8_values_bytes(values) + values / 32 * 8; };
     // The MoE buffer: hg, hu [n_slots, n_ff] f32; q8 of x [T, n_embd] and of h; prefill: the
     // slots' weighted down rows [n_slots, n_embd] and the lists.
     const uint64_t nh = uint64_t(n_slots * n_ff) * 4;
@@ -82,14 +63,12 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
     const Ref hg = region(0, nh), hu = region(o_hu, nh);
     const Ref xq = region(o_xq, q8_bytes(uint64_t(T * n_embd)));
     const Ref hq = region(o_hq, q8_bytes(uint64_t(n_slots * n_ff)));
-    const uint64_t xds = base + o_xq + align256(uint64_t(T * n_embd));
-    const uint64_t hds = base + o_hq + align256(uint64_t(n_slots * n_ff));
+    const uint64_t xds = base + o_xq + q8_values_bytes(uint64_t(T * n_embd));
+    const uint64_t hds = base + o_hq + q8_values_bytes(uint64_t(n_slots * n_ff));
     const Ref x = ref(g, n.src[0]), route = ref(g, n.src[1]), y = ref(g, n.out);
     const Ref gate = ref(g, n.src[2]), up = ref(g, n.src[3]), down = ref(g, n.src[4]);
 
-    const auto xn4 = u32(T * n_embd / 4);
-    const QuantPush qx{x.address, x.address, x.address, xq.address, xds, xn4};
-    dispatch("quantize_q8", {0u}, &qx, sizeof qx, (xn4 + 255) / 256, 1, 1, {x}, {xq});
+    record_quantize_q8(x, x, x, xq, xds, uint64_t(T * n_embd), 0);
     Ref lists{};
     if (prefill) {
         lists = region(o_lists, uint64_t(n_local + 1 + n_slots) * 4);
@@ -99,16 +78,12 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
     const uint32_t tok = prefill ? kPrefillSlots : 1u, gy = u32(prefill ? n_local : n_slots);
     const uint32_t lists_flag = prefill ? kLists : 0u;
     const MoeQ8Push gp{
-        gate.address,     xq.address, xds,           hg.address,   route.address,
-        up.address,       hu.address, lists.address, u32(n_embd),  u32(n_ff),
-        row_bytes_of(gw), u32(k),     u32(n.i[0]),   u32(n_local), kPerToken | lists_flag};
+        gate.address,         xq.address, xds,           hg.address,   route.address,
+        up.address,           hu.address, lists.address, u32(n_embd),  u32(n_ff),
+        weight_row_bytes(gw), u32(k),     u32(n.i[0]),   u32(n_local), kPerToken | lists_flag};
     dispatch("moe_q8", {gt, kRowsWorkgroup, tok, 0u}, &gp, sizeof gp,
              u32(2 * n_ff / kRowsPerWorkgroup), gy, 1, {xq, route, lists}, {hg, hu});
-    const auto hn4 = u32(n_slots * n_ff / 4);
-    const uint32_t op = n.i[1] == int(Activation::Silu) ? 4u : 5u;  // quantize_q8.comp's ids
-    const QuantPush qh{hg.address, hu.address, hg.address, hq.address, hds, hn4};
-    dispatch("quantize_q8", {op}, &qh, sizeof qh, (hn4 + 255) / 256, 1, 1, {hg, hu}, {hg, hq});
-    const WeightDesc& dw = weight_desc(g, n.src[4]);
+    record_quantize_q8(hg, hu, hg, hq, hds, uint64_t(n_slots * n_ff), gated_q8_op(n.i[1]));
     MoeQ8Push dp{down.address,
                  hq.address,
                  hds,
@@ -119,7 +94,7 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
                  lists.address,
                  u32(n_ff),
                  u32(n_embd),
-                 row_bytes_of(dw),
+                 weight_row_bytes(dw),
                  u32(k),
                  u32(n.i[0]),
                  u32(n_local),

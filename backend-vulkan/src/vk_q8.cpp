@@ -36,31 +36,44 @@ struct QuantPush {
 constexpr uint32_t kQ8Workgroup = 128;
 constexpr int64_t kQ8MaxTokens = 8;  // matvec_q8.comp's largest TOK
 
+}  // namespace
+
 // The int8 values take whole groups of the halves layout (q8_act.glsl: the last group's
 // second halves lie past a partial group's values), then 8 bytes of (d, s) per 32 values.
-uint64_t q8_values_bytes(uint64_t values) {
+uint64_t VulkanBackend::q8_values_bytes(uint64_t values) {
     constexpr uint64_t kGroup = 256;
     return (values + kGroup - 1) / kGroup * kGroup;
 }
 
-}  // namespace
+bool VulkanBackend::q8_items_read(uint32_t t, DType type, int64_t n_in) {
+    if (t == repacked_type_id(DType::Q4_0) || t == repacked_type_id(DType::Q8_0)) return true;
+    switch (type) {
+        case DType::Q4_0:
+        case DType::Q8_0:
+            return n_in % 32 == 0;
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
+            return n_in % 256 == 0;
+        default:
+            return false;
+    }
+}
 
 bool VulkanBackend::q8_matvec_ok(const Graph& g, TensorId w_id, int64_t T) const {
     if (!q8_ || T < 1 || T > kQ8MaxTokens) return false;
     const WeightDesc& w = weight_desc(g, w_id);
-    const uint32_t t = shader_type(g, w_id);
-    if (t == repacked_type_id(DType::Q4_0) || t == repacked_type_id(DType::Q8_0)) return true;
-    switch (w.type) {
-        case DType::Q4_0:
-        case DType::Q8_0:
-            return w.ne[0] % 32 == 0;
-        case DType::Q4_K:
-        case DType::Q5_K:
-        case DType::Q6_K:
-            return w.ne[0] % 256 == 0;
-        default:
-            return false;
-    }
+    return q8_items_read(shader_type(g, w_id), w.type, w.ne[0]);
+}
+
+void VulkanBackend::record_quantize_q8(const Ref& a, const Ref& b, const Ref& y, const Ref& q,
+                                       uint64_t ds, uint64_t n, uint32_t op) {
+    const auto n4 = u32(int64_t(n / 4));
+    const QuantPush p{a.address, b.address, y.address, q.address, ds, n4};
+    if (op == 0)
+        dispatch("quantize_q8", {0u}, &p, sizeof p, (n4 + 255) / 256, 1, 1, {a}, {q});
+    else
+        dispatch("quantize_q8", {op}, &p, sizeof p, (n4 + 255) / 256, 1, 1, {a, b}, {y, q});
 }
 
 bool VulkanBackend::q8_for_next_matmul(const Graph& g, size_t at, TensorId x) const {
@@ -105,10 +118,7 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
     // A folded norm's output whose activations are gone: write it, then quantise it.
     if (pending_norm_.id != kNoTensor && pending_norm_.y.address == x.address) materialise_norm();
     q8_alt_ = false;
-    const Ref q = q8_ref(n_in, T);
-    const auto n4 = u32(n_in * T / 4);
-    QuantPush p{x.address, x.address, x.address, q.address, q8_scales_address(n_in, T), n4};
-    dispatch("quantize_q8", {0u}, &p, sizeof p, (n4 + 255) / 256, 1, 1, {x}, {q});
+    record_quantize_q8(x, x, x, q8_ref(n_in, T), q8_scales_address(n_in, T), uint64_t(n_in * T), 0);
     q8_src_ = x.address, q8_src_cols_ = n_in, q8_src_rows_ = T;
 }
 
@@ -199,10 +209,7 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
         }
     }
     const uint32_t tok = T == 1 ? 1 : T == 2 ? 2 : T <= 4 ? 4 : 8;
-    const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&
-                                (kQ8Workgroup / wg_rows) % pd_.subgroup_size == 0
-                            ? 1u
-                            : 0u;
+    const uint32_t sg = subgroups_tile(kQ8Workgroup / wg_rows) ? 1u : 0u;
     const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
     const uint32_t share = q8_shares(type, wg_rows, T, n_in) ? 1u : 0u;
     dispatch(
@@ -310,10 +317,8 @@ bool VulkanBackend::try_q8_producer(const Graph& g, size_t at) {
     if (n.op == Op::GatedAct) {
         const Ref b = ref(g, n.src[1]);
         if (((a.address | b.address | y.address) & 15) != 0 || b.buffer < 0) return false;
-        const auto n4 = u32(cols * rows / 4);
-        const uint32_t op = n.i[0] == int(Activation::Silu) ? 4u : 5u;  // eltwise.comp's ids
-        QuantPush p{a.address, b.address, y.address, q.address, q8_scales_address(cols, rows), n4};
-        dispatch("quantize_q8", {op}, &p, sizeof p, (n4 + 255) / 256, 1, 1, {a, b}, {y, q});
+        record_quantize_q8(a, b, y, q, q8_scales_address(cols, rows), uint64_t(cols * rows),
+                           gated_q8_op(n.i[0]));
     } else if (n.op == Op::RmsNorm) {
         const Ref w = ref(g, n.src[1]);
         if (n.i[0] > 0 && n.i[0] != cols) return false;

@@ -100,10 +100,6 @@ struct DownPush {
 };
 static_assert(sizeof(GateUpPush) <= kPushConstantBytes);
 
-uint32_t weight_row_bytes(const WeightDesc& w) {
-    return static_cast<uint32_t>(row_bytes(w.type, static_cast<uint64_t>(w.ne[0])));
-}
-
 // Query heads per attention_split.comp workgroup: its registers hold 2 x heads x head_dim / 8
 // floats per invocation (q and the accumulators).
 uint32_t split_heads(int64_t group, int64_t head_dim) {
@@ -307,8 +303,7 @@ void VulkanBackend::record_rms_norm(const Ref& x, const Ref& w, const Ref& y, co
                                     bool q8) {
     const bool add = add_b.buffer >= 0;
     const uint32_t wg = rms_workgroup(group);
-    const uint32_t sg =
-        pd_.subgroup_arithmetic && pd_.subgroup_size > 0 && wg % pd_.subgroup_size == 0 ? 1 : 0;
+    const uint32_t sg = subgroups_tile(wg) ? 1 : 0;
     const uint32_t vec4 = rms_vec4(group, x, w, y, add_b, add_s) ? 1 : 0;
     const Ref q = q8 ? q8_ref(group, int64_t(n_groups)) : Ref{};
     RmsPush p{x.address,
@@ -437,11 +432,7 @@ bool VulkanBackend::try_fuse_qk_norm_rope(const Graph& g, size_t at) {
                            qw.buffer >= 0 ? 1u : 0u,
                            kw.buffer >= 0 ? 1u : 0u};
     // rms_norm.comp's choice at its per-head workgroup of 64 (rms_workgroup).
-    const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&
-                                pd_.subgroup_size <= kQkNormGroup &&
-                                kQkNormGroup % pd_.subgroup_size == 0
-                            ? 1u
-                            : 0u;
+    const uint32_t sg = subgroups_tile(kQkNormGroup) ? 1u : 0u;
     // As many 64-wide groups as the device runs in one workgroup (heads a group takes: H = 32
     // and KV = 8 are 10 rounds of four barriers at 256 invocations, 3 at 1024).
     const auto sh4 = u32((H + 2 * KV) * hd / 4);  // shared vec4s
@@ -664,10 +655,7 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
             RoutePush p{a.address,     y.address,   u32(out.rows()),
                         u32(n_expert), u32(n.i[0]), n.i[1] != 0 ? 1u : 0u};
             if (n_expert <= 512) {  // a workgroup per token (moe_route.comp)
-                const uint32_t sg = pd_.subgroup_arithmetic && pd_.subgroup_size > 0 &&
-                                            pd_.subgroup_size <= 64 && 64 % pd_.subgroup_size == 0
-                                        ? 1u
-                                        : 0u;
+                const uint32_t sg = subgroups_tile(64) ? 1u : 0u;
                 dispatch("moe_route", {sg}, &p, sizeof p, split_x(uint64_t(out.rows())), 1,
                          split_z(uint64_t(out.rows())), {a}, {y});
             } else {
