@@ -26,4 +26,25 @@ uint64_t moe_ffn_q8_scratch_bytes(int64_t n_tok, int k, int64_t n_embd, int64_t 
 // False, enqueueing nothing, where it does not apply (types, shapes, alignment, scratch).
 bool launch_moe_ffn_q8(const MoeFfnArgs& a, hipStream_t s);
 
+// Prefill on the matrix units (hip_moe_mma.hip): the tiles k_moe_lists listed (tiles[0] = count,
+// then (expert, first slot of its run) pairs), each multiplying one expert's rows by the rows of
+// up to 64 of its slots. Parts 1 (down) or 2 (gate, up: blockIdx.z picks w / out).
+struct MoeMma {
+    const uint8_t* w[2];  // [n_local][rows][n_in] of the launch's type
+    float* out[2];        // [n_slots, rows]
+    int64_t rows;         // rows a part has per expert
+    int64_t stride;       // bytes a row
+    int64_t n_in;
+    const float* x;  // per_token: [n_tok, n_in], row slot / k; else [n_slots, n_in]
+    int per_token;
+    int weighted;  // out rows times the slot's route weight
+    int k;
+    const float* route;  // [n_tok, 2k]
+    const int* offsets;  // [n_local + 1] into slots
+    const int* slots;    // the slots held here, grouped by expert
+    const int* tiles;
+};
+// False, enqueueing nothing, where it does not apply (type, alignment).
+bool launch_moe_mma(DType kind, const MoeMma& m, int parts, int64_t max_tiles, hipStream_t s);
+
 }  // namespace tandem::hip

@@ -16,6 +16,7 @@
 
 #include "hip_decode.h"
 #include "hip_launch_overlap.h"
+#include "hip_mma_tile.h"
 #include "hip_moe_q8.h"
 #include "hip_ops.h"
 #include "hip_q8_rows.h"
@@ -167,7 +168,7 @@ __global__ void __launch_bounds__(kDownGroups* kLaneGroup)
 // does not change the output.
 __global__ void __launch_bounds__(kListThreads)
     k_moe_lists(const float* route, int64_t n_slots, int k, int first, int64_t n_local,
-                int* offsets, int* slots) {
+                int* offsets, int* slots, int* tiles) {
     __shared__ int cursor[kMoeMaxExperts];
     const int tid = int(threadIdx.x);
     grid_wait();
@@ -180,14 +181,21 @@ __global__ void __launch_bounds__(kListThreads)
     }
     __syncthreads();
     if (tid == 0) {
-        int at = 0;
+        int at = 0, n_tiles = 0;
         for (int64_t e = 0; e < n_local; ++e) {
             const int n = cursor[e];
             offsets[e] = at;
             cursor[e] = at;
             at += n;
+            if (tiles)  // the matrix-unit path's tiles: 64 of the expert's slots each
+                for (int s0 = 0; s0 < n; s0 += kMmaTileToks) {
+                    tiles[1 + 2 * n_tiles] = int(e);
+                    tiles[2 + 2 * n_tiles] = s0;
+                    ++n_tiles;
+                }
         }
         offsets[n_local] = at;
+        if (tiles) tiles[0] = n_tiles;
     }
     __syncthreads();
     for (int64_t s = tid; s < n_slots; s += kListThreads) {
@@ -215,8 +223,13 @@ __global__ void k_moe_slot_sum(const float* ys, const float* route, int64_t n_to
 
 // Byte offsets of the path's pieces in the scratch (MoeFfnArgs::scratch).
 struct Layout {
-    int64_t hg, hu, xq, hq, ys, offsets, slots, end;
+    int64_t hg, hu, xq, hq, ys, offsets, slots, tiles, end;
 };
+
+// Tiles of 64 slots the matrix-unit path may list: one partial tile per expert at most.
+int64_t max_tiles(int64_t n_slots, int64_t n_local) {
+    return (n_slots + kMmaTileToks - 1) / kMmaTileToks + n_local;
+}
 Layout layout(int64_t n_tok, int k, int64_t n_embd, int64_t n_ff, int64_t n_local) {
     const int64_t n_slots = n_tok * k;
     const bool prefill = n_tok > kMatvecMaxTokens;
@@ -228,7 +241,8 @@ Layout layout(int64_t n_tok, int k, int64_t n_embd, int64_t n_ff, int64_t n_loca
     l.ys = l.hq + align_up(int64_t(q8_act_bytes(n_ff, n_slots)));
     l.offsets = l.ys + (prefill ? align_up(n_slots * n_embd * 4) : 0);
     l.slots = l.offsets + (prefill ? align_up((n_local + 1) * 4) : 0);
-    l.end = l.slots + (prefill ? align_up(n_slots * 4) : 0);
+    l.tiles = l.slots + (prefill ? align_up(n_slots * 4) : 0);
+    l.end = l.tiles + (prefill ? align_up((1 + 2 * max_tiles(n_slots, n_local)) * 4) : 0);
     return l;
 }
 
@@ -265,6 +279,59 @@ uint64_t moe_ffn_q8_scratch_bytes(int64_t n_tok, int k, int64_t n_embd, int64_t 
     return uint64_t(layout(n_tok, k, n_embd, n_ff, n_local).end);
 }
 
+namespace {
+
+// Prefill on the matrix units (hip_moe_mma.hip), after k_moe_lists listed the tiles: gate and
+// up of the tokens' f32 rows, the gated activation in f32, down of it (weighted), the slots'
+// sum. False before anything is enqueued where a matrix's type or alignment is refused (the
+// int8-dot kernels then run; the lists serve them as well).
+bool moe_prefill_mma(const MoeFfnArgs& a, const Layout& l, uint8_t* base, hipStream_t s) {
+    const int64_t n_slots = a.n_tok * a.k, tiles_max = max_tiles(n_slots, a.n_local);
+    auto* hg = reinterpret_cast<float*>(base + l.hg);
+    auto* hu = reinterpret_cast<float*>(base + l.hu);
+    auto* ys = reinterpret_cast<float*>(base + l.ys);
+    MoeMma gu{};
+    gu.w[0] = static_cast<const uint8_t*>(a.gate);
+    gu.w[1] = static_cast<const uint8_t*>(a.up);
+    gu.out[0] = hg;
+    gu.out[1] = hu;
+    gu.rows = a.n_ff;
+    gu.stride = static_cast<int64_t>(row_bytes(file_type(a.gate_type), uint64_t(a.n_embd)));
+    gu.n_in = a.n_embd;
+    gu.x = a.x;
+    gu.per_token = 1;
+    gu.k = a.k;
+    gu.route = a.route;
+    gu.offsets = reinterpret_cast<const int*>(base + l.offsets);
+    gu.slots = reinterpret_cast<const int*>(base + l.slots);
+    gu.tiles = reinterpret_cast<const int*>(base + l.tiles);
+    MoeMma dn = gu;
+    dn.w[0] = static_cast<const uint8_t*>(a.down);
+    dn.w[1] = nullptr;
+    dn.out[0] = ys;
+    dn.out[1] = nullptr;
+    dn.rows = a.n_embd;
+    dn.stride = static_cast<int64_t>(row_bytes(file_type(a.down_type), uint64_t(a.n_ff)));
+    dn.n_in = a.n_ff;
+    dn.x = hg;
+    dn.per_token = 0;
+    dn.weighted = 1;
+    // Both launches' conditions before the first: a refusal leaves nothing half done.
+    const bool down_ok = mma_matmul_takes(file_type(a.down_type)) && a.n_ff % 32 == 0 &&
+                         aligned(hg, 16) && a.n_ff % 4 == 0;
+    if (!down_ok || !launch_moe_mma(a.gate_type, gu, 2, tiles_max, s)) return false;
+    launch_gated(a.act, hg, hu, n_slots * a.n_ff, hg, s);
+    launch_require(launch_moe_mma(a.down_type, dn, 1, tiles_max, s), "moe_ffn",
+                   "the down projection's matrix-unit launch refused after gate and up");
+    const int64_t n = a.n_tok * a.n_embd;
+    TANDEM_LAUNCH_OVERLAPPED(k_moe_slot_sum, dim3(static_cast<unsigned>((n + 255) / 256)),
+                             dim3(256), 0, s, ys, a.route, a.n_tok, a.k, a.first_expert, a.n_local,
+                             a.n_embd, a.out);
+    return true;
+}
+
+}  // namespace
+
 bool launch_moe_ffn_q8(const MoeFfnArgs& a, hipStream_t s) {
     if (!moe_ffn_q8_supported(a.gate_type, a.up_type, a.down_type, a.n_embd, a.n_ff, a.n_local))
         return false;
@@ -291,12 +358,14 @@ bool launch_moe_ffn_q8(const MoeFfnArgs& a, hipStream_t s) {
     auto* hq = reinterpret_cast<int8_t*>(base + l.hq);
     const auto* xds = reinterpret_cast<const float2*>(xq + a.n_tok * a.n_embd);
     const auto* hds = reinterpret_cast<const float2*>(hq + n_slots * a.n_ff);
-    enqueue_quantize_q8(a.x, a.n_embd, a.n_tok, xq, s);
     int* offsets = prefill ? reinterpret_cast<int*>(base + l.offsets) : nullptr;
     int* slots = prefill ? reinterpret_cast<int*>(base + l.slots) : nullptr;
+    int* tiles = prefill && a.mma ? reinterpret_cast<int*>(base + l.tiles) : nullptr;
     if (prefill)
         TANDEM_LAUNCH_OVERLAPPED(k_moe_lists, dim3(1), dim3(kListThreads), 0, s, a.route, n_slots,
-                                 a.k, a.first_expert, a.n_local, offsets, slots);
+                                 a.k, a.first_expert, a.n_local, offsets, slots, tiles);
+    if (tiles && moe_prefill_mma(a, l, base, s)) return true;
+    enqueue_quantize_q8(a.x, a.n_embd, a.n_tok, xq, s);
     const auto gate_stride =
         static_cast<int64_t>(row_bytes(file_type(a.gate_type), uint64_t(a.n_embd)));
     const auto down_stride =

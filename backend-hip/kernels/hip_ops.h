@@ -233,6 +233,9 @@ struct MoeFfnArgs {
     uint64_t scratch_floats = 0;
     float* out = nullptr;  // [n_tok, n_embd]
     bool q8 = true;        // the q8 path where it applies (hip_moe_q8.h)
+    // Prefill of the q8 path's experts on the matrix units (hip_moe_mma.hip: f16 rounding, as
+    // launch_mat_mul's mma), where the backend's check passed.
+    bool mma = false;
 };
 uint64_t moe_ffn_scratch_floats(int64_t n_tok, int k, int64_t n_embd, int64_t n_ff,
                                 int64_t n_local);

@@ -58,6 +58,7 @@ class HipBackend final : public Backend {
         norm_fuse_ = env_switch("TANDEM_HIP_NORM_FUSE", 1) != 0;
         repack_ = env_switch("TANDEM_HIP_REPACK", 1) != 0;
         moe_q8_ = env_switch("TANDEM_HIP_MOE_Q8", 1) != 0;
+        moe_mma_ = env_switch("TANDEM_HIP_MOE_MMA", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
         mma_prefill_ = env_switch("TANDEM_HIP_MMA", 1) != 0 && mma_prefill_passes();
         mma_attention_ = mma_prefill_ && mma_attention_passes();
@@ -307,6 +308,9 @@ class HipBackend final : public Backend {
     // TANDEM_HIP_REPACK=0 keeps the file layout.
     bool repack_ = true;
     bool moe_q8_ = true;  // TANDEM_HIP_MOE_Q8=0: expert FFNs on the element-wise kernels
+    // The q8 path's prefill experts on the matrix units where mma_prefill_ is on
+    // (TANDEM_HIP_MOE_MMA=0: the int8-dot kernels; TANDEM_HIP_MMA=0 turns both off).
+    bool moe_mma_ = true;
     // Prefill matmuls and attention on the matrix units (TANDEM_HIP_MMA=0: the f32 tiles), where
     // the device's compilation has them and each passed its check.
     bool mma_prefill_ = false, mma_attention_ = false;
@@ -1250,6 +1254,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             a.scratch_floats = moe_scratch_.size() / sizeof(float);
             a.out = y;
             a.q8 = moe_q8_;
+            a.mma = mma_prefill_ && moe_mma_;
             launch_moe_ffn(a, stream_);
             break;
         }

@@ -11,6 +11,11 @@
 // (tools/spirv_coopmat_rewrite.cpp), which is what the host enables. glslang declares the
 // Vulkan memory model for these shaders, so the host enables vulkanMemoryModel with them.
 // Needs subgroups of 32 (the 4 x 2 subgroup layout of a tile).
+// MOE = 1: an expert FFN's prefill matmul. Workgroup (row tile, listed tile j, part) multiplies
+// expert e's rows (w, or w1 for part 1: up) by the activation rows of up to 64 of its slots, as
+// moe_lists.comp listed them (tile j = (e, s0): slots s0.. of e's run): the token's x (per_token:
+// row slot / k) or the slot's own row; it writes each slot's output row (y, or y1), times the
+// slot's route weight where weighted (down; moe_slot_sum.comp adds a token's slots).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -23,9 +28,14 @@ layout(constant_id = 0) const uint TYPE = 0;
 // SPIR-V type (16 x 16 f16 both, they would be).
 layout(constant_id = 1) const int A_ROWS = 16;
 layout(constant_id = 2) const int B_COLS = 16;
+layout(constant_id = 3) const uint MOE = 0;
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
+    // MOE only: moe_lists.comp's lists (offsets, slots at slots_at, tiles at tiles_at), the
+    // route, up's weights and output; expert_bytes apart in w / w1.
+    Uints lists; Floats route; Uints w1; Floats y1;
+    uint k; uint per_token; uint weighted; uint expert_bytes; uint slots_at; uint tiles_at;
 } p;
 
 // 64 tokens a tile: 128 measured 11 % slower on the H200 (8B Q4_0 pp512 3850 against 4330).
@@ -48,9 +58,26 @@ uvec4 pack8(float a, float b, float c, float d, float e, float f, float g, float
                  packHalf2x16(vec2(g, h)));
 }
 
+const uint NONE = 0xFFFFFFFFu;
+
 void main() {
     const uint tid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-    const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN;
+    const uint m0 = gl_WorkGroupID.x * BM;
+    uint n0 = gl_WorkGroupID.y * BN;
+    // MOE: the tile's expert, its first slot in the lists and its live slots (the others NONE).
+    Uints w = p.w;
+    Floats y = p.y;
+    uint wbase = 0u, base = 0u, live = 0u;
+    if (MOE != 0u) {
+        const uint j = gl_WorkGroupID.y;
+        if (j >= p.lists.v[p.tiles_at]) return;  // past the listed tiles: the whole workgroup
+        const uint e = p.lists.v[p.tiles_at + 1u + 2u * j];
+        base = p.lists.v[e] + p.lists.v[p.tiles_at + 2u + 2u * j];
+        live = min(BN, p.lists.v[e + 1u] - base);
+        wbase = e * p.expert_bytes;
+        n0 = 0u;
+        if (gl_WorkGroupID.z != 0u) w = p.w1, y = p.y1;
+    }
     const uint sm = (sg % 4u) * 32u, sn = (sg / 4u) * (BN / 2u);  // this subgroup's rows, tokens
     MAT_C acc[2][WN];
     [[unroll]] for (uint i = 0u; i < 2u; ++i)
@@ -63,7 +90,7 @@ void main() {
             const uint g = g0 + my_half;
             float v[32];
             if (m0 + my_row < p.n_out && g < n_groups) {
-                dq_group(TYPE, p.w, (m0 + my_row) * p.row_bytes, g, v);
+                dq_group(TYPE, w, wbase + (m0 + my_row) * p.row_bytes, g, v);
             } else {
                 [[unroll]] for (uint e = 0u; e < 32u; ++e) v[e] = 0.0;
             }
@@ -75,9 +102,14 @@ void main() {
         // BN tokens x 64 inputs: BN / 32 runs of 8 per invocation, 8 invocations on a token.
         [[unroll]] for (uint k = 0u; k < BN / 32u; ++k) {
             const uint i = tid + k * 256u, tok = i / 8u, c = i % 8u;
-            const uint t = n0 + tok, col = g0 * 32u + c * 8u;
+            const uint col = g0 * 32u + c * 8u;
+            uint t = n0 + tok;  // the activation row
+            if (MOE != 0u) {
+                const uint slot = tok < live ? p.lists.v[p.slots_at + base + tok] : NONE;
+                t = slot == NONE ? NONE : (p.per_token != 0u ? slot / p.k : slot);
+            }
             uvec4 q = uvec4(0u);
-            if (t < p.n_tok && col < p.n_in) {
+            if ((MOE != 0u ? t != NONE : t < p.n_tok) && col < p.n_in) {
                 const uint at = t * p.n_in + col;
                 q = pack8(p.x.v[at], p.x.v[at + 1u], p.x.v[at + 2u], p.x.v[at + 3u],
                           p.x.v[at + 4u], p.x.v[at + 5u], p.x.v[at + 6u], p.x.v[at + 7u]);
@@ -109,9 +141,17 @@ void main() {
             [[unroll]] for (uint e = 0u; e < 8u; ++e) {
                 const uint idx = lane + 32u * e;
                 const uint o = m0 + sm + 16u * i + idx % 16u, t = n0 + sn + 16u * j + idx / 16u;
-                if (o < p.n_out && t < p.n_tok)
+                if (MOE != 0u) {
+                    if (o < p.n_out && t < live) {
+                        const uint slot = p.lists.v[p.slots_at + base + t];
+                        const float v = cs[sg * 256u + idx];
+                        y.v[slot * p.n_out + o] =
+                            p.weighted != 0u ? v * p.route.v[2u * slot + 1u] : v;
+                    }
+                } else if (o < p.n_out && t < p.n_tok) {
                     p.y.v[t * p.n_out + o] =
                         cs[sg * 256u + idx] + (p.has_bias != 0u ? p.bias.v[o] : 0.0);
+                }
             }
             subgroupBarrier();
         }

@@ -59,6 +59,7 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     q8_ = pd.shader_int8_dot && clusters_of_8(pd);
     if (const char* q = std::getenv("TANDEM_VK_Q8")) q8_ = q8_ && std::string(q) != "0";
     if (const char* m = std::getenv("TANDEM_VK_MOE_Q8")) moe_q8_ = std::string(m) != "0";
+    if (const char* m = std::getenv("TANDEM_VK_MOE_COOPMAT")) moe_coopmat_ = std::string(m) != "0";
     ctx_ = std::make_unique<Context>(pd);
     pipelines_ = std::make_unique<Pipelines>(ctx_->device());
     // The cooperative-matrix kernels lay their tiles out over subgroups of 32.
@@ -208,7 +209,15 @@ void VulkanBackend::reserve_scratch(uint64_t bytes) {
     scratch_ = ctx_->create_device_buffer(bytes, "scratch");
 }
 
-void VulkanBackend::ensure_moe_buffer(uint64_t bytes) {
+void VulkanBackend::ensure_moe_buffer(const Graph& g) {
+    uint64_t bytes = 0;
+    for (const Node& n : g.nodes()) {
+        if (n.op != Op::MoeFfn) continue;
+        // The element-wise shaders: the hidden rows [T * k, n_ff].
+        const int64_t slots = g.tensor(n.out).rows() * (g.tensor(n.src[1]).cols() / 2);
+        const auto l = moe_q8_layout(g, n);
+        bytes = std::max(bytes, l ? l->end : uint64_t(slots * g.tensor(n.src[2]).ne[1]) * 4);
+    }
     if (bytes <= moe_h_.size) return;
     vkDeviceWaitIdle(ctx_->device());
     ctx_->destroy(moe_h_);
@@ -405,6 +414,7 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     }
     ensure_attention_partials(g);
     ensure_q8_buffer(g);
+    ensure_moe_buffer(g);
     CachedStep* rec = cache ? new_cached(key) : nullptr;
     pool_ = rec ? &rec->cbs : &cbs_;
     barriers_ = 0;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,10 @@ class VulkanBackend final : public Backend {
     static bool q8_items_read(uint32_t t, DType type, int64_t n_in);
     // Bytes of the int8 values of `values` activations: whole groups of the halves layout.
     static uint64_t q8_values_bytes(uint64_t values);
+    // The q8 activations of `values` values: the int8 values, then (d, s) per 32.
+    static uint64_t q8_act_bytes(uint64_t values) {
+        return q8_values_bytes(values) + values / 32 * 8;
+    }
     // quantize_q8.comp: the n values of a (op 0), or act(a) * b (op gated_q8_op(), also written
     // to y), as q8 activations at q with their (d, s) at address ds.
     void record_quantize_q8(const Ref& a, const Ref& b, const Ref& y, const Ref& q, uint64_t ds,
@@ -201,6 +206,15 @@ class VulkanBackend final : public Backend {
     // A MoeFfn node on the q8 expert path (vk_moe.cpp: q8 item types, rows of whole 256-value
     // groups; TANDEM_VK_MOE_Q8=0 turns it off); false, nothing recorded, where it does not apply.
     bool record_moe_ffn_q8(const Graph& g, const Node& n);
+    // Where record_moe_ffn_q8 puts its pieces in the MoE buffer, or nothing where the q8 path
+    // does not take the node.
+    struct MoeQ8Layout {
+        uint64_t hu, xq, hq, ys, lists, end;
+        bool prefill;
+    };
+    std::optional<MoeQ8Layout> moe_q8_layout(const Graph& g, const Node& n) const;
+    // The expert FFN's prefill on cooperative matrices (vk_moe.cpp), after the lists.
+    void record_moe_coopmat(const Graph& g, const Node& n, const MoeQ8Layout& l, const Ref& lists);
     // Nodes at..: a q8 matvec, (its one-rank AllReduce,) the residual Add of its output and the
     // RmsNorm of that sum over whole rows (match_matvec_resid_norm), read next by a q8 matvec:
     // one matvec_q8 dispatch
@@ -276,7 +290,9 @@ class VulkanBackend final : public Backend {
     // Split-K (attention_split + attention_combine) or one-pass attention; q8: the combine pass
     // also leaves q8 activations when it can (returned).
     bool record_attention(const Graph& g, const Node& n, bool q8);
-    void ensure_moe_buffer(uint64_t bytes);
+    // Sizes the MoE buffer for the graph's expert FFNs before recording (so no buffer moves
+    // while a step is recorded).
+    void ensure_moe_buffer(const Graph& g);
 
     DeviceInfo info_;
     PhysicalDevice pd_;
@@ -302,6 +318,9 @@ class VulkanBackend final : public Backend {
     // not sharing (2 rows) 372 / 314; before the halves layout, sharing at 8 rows 342 / 268.
     bool q8_ = false;
     bool moe_q8_ = true;  // TANDEM_VK_MOE_Q8=0: expert FFNs on the element-wise shaders
+    // The q8 path's prefill experts on cooperative matrices where f16 prefill matmuls run
+    // (TANDEM_VK_MOE_COOPMAT=0: moe_q8.comp; TANDEM_VK_COOPMAT=0 turns both off).
+    bool moe_coopmat_ = true;
     uint32_t q8_rows_ = 2;
     bool q8_rows_set_ = false;  // TANDEM_VK_Q8_ROWS given: every type takes q8_rows_
     bool q8_share_ = true;

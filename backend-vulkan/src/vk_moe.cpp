@@ -1,6 +1,7 @@
 // The expert FFN over q8 activations (moe_q8.comp, moe_lists.comp, moe_slot_sum.comp): which
 // MoeFfn nodes take it, where its pieces live in the MoE buffer, and its dispatches. The other
 // nodes keep moe_gate_up.comp / moe_down.comp (f32 activations, element-wise dequantisation).
+#include <cstddef>
 #include <cstdint>
 
 #include "vk_backend.h"
@@ -16,8 +17,16 @@ struct MoeQ8Push {
 static_assert(sizeof(MoeQ8Push) <= kPushConstantBytes);
 struct ListsPush {
     uint64_t route, lists;
-    uint32_t n_slots, first, n_local;
+    uint32_t n_slots, first, n_local, tiles;
 };
+// matmul_coopmat.comp with MOE = 1: MatPush's fields, then the expert ones.
+struct MoeCoopmatPush {
+    MatPush mat;
+    uint64_t lists, route, w1, y1;
+    uint32_t k, per_token, weighted, expert_bytes, slots_at, tiles_at;
+};
+static_assert(offsetof(MoeCoopmatPush, lists) == 56 &&
+              sizeof(MoeCoopmatPush) <= kPushConstantBytes);
 struct SlotSumPush {
     uint64_t ys, route, y;
     uint32_t n, n_embd, k, first, n_local;
@@ -29,52 +38,79 @@ constexpr int64_t kDecodeMaxTokens = 8;  // more: the prefill form (slots groupe
 constexpr int64_t kMaxExperts = 1024;    // moe_lists.comp's shared counters
 constexpr uint32_t kPerToken = 1, kWeighted = 2, kLists = 4;
 
+// Tiles of 64 slots moe_lists.comp may list for the cooperative-matrix experts: one partial
+// tile per expert at most.
+int64_t max_tiles(int64_t n_slots, int64_t n_local) {
+    return (n_slots + 63) / 64 + n_local;
+}
+// The lists' words: offsets [n_local + 1], the slots, then the tiles (a count and pairs).
+uint64_t lists_words(int64_t n_slots, int64_t n_local) {
+    return uint64_t(n_local + 1 + n_slots + 1 + 2 * max_tiles(n_slots, n_local));
+}
+
 uint64_t align256(uint64_t v) {
     return (v + 255) / 256 * 256;
 }
 
 }  // namespace
 
-bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
+std::optional<VulkanBackend::MoeQ8Layout> VulkanBackend::moe_q8_layout(const Graph& g,
+                                                                       const Node& n) const {
     const WeightDesc &gw = weight_desc(g, n.src[2]), &dw = weight_desc(g, n.src[4]);
     const uint32_t gt = shader_type(g, n.src[2]), ut = shader_type(g, n.src[3]),
                    dt = shader_type(g, n.src[4]);
-    const GraphTensor& out = g.tensor(n.out);
-    const int64_t T = out.rows(), k = g.tensor(n.src[1]).cols() / 2, n_slots = T * k;
+    const int64_t T = g.tensor(n.out).rows(), k = g.tensor(n.src[1]).cols() / 2, n_slots = T * k;
     const int64_t n_embd = gw.ne[0], n_ff = gw.ne[1], n_local = gw.ne[2];
     if (!q8_ || !moe_q8_ || gt != ut || n_embd % 256 != 0 || n_ff % 256 != 0 ||
         !q8_items_read(gt, gw.type, n_embd) || !q8_items_read(dt, dw.type, n_ff) ||
         n_local > kMaxExperts || n_slots > 65535 || T < 1)
-        return false;
-    const bool prefill = T > kDecodeMaxTokens;
-    // The q8 activations of `values` values: the int8 values, then (d, s) per 32.
-    auto q8_bytes = [](uint64_t values) { return q8_values_bytes(values) + values / 32 * 8; };
+        return std::nullopt;
     // The MoE buffer: hg, hu [n_slots, n_ff] f32; q8 of x [T, n_embd] and of h; prefill: the
     // slots' weighted down rows [n_slots, n_embd] and the lists.
+    MoeQ8Layout l{};
+    l.prefill = T > kDecodeMaxTokens;
     const uint64_t nh = uint64_t(n_slots * n_ff) * 4;
-    const uint64_t o_hu = align256(nh), o_xq = o_hu + align256(nh);
-    const uint64_t o_hq = o_xq + align256(q8_bytes(uint64_t(T * n_embd)));
-    const uint64_t o_ys = o_hq + align256(q8_bytes(uint64_t(n_slots * n_ff)));
-    const uint64_t o_lists = o_ys + (prefill ? align256(uint64_t(n_slots * n_embd) * 4) : 0);
-    const uint64_t end = o_lists + (prefill ? align256(uint64_t(n_local + 1 + n_slots) * 4) : 0);
-    ensure_moe_buffer(end);
-    const uint64_t base = moe_h_.address;
+    l.hu = align256(nh);
+    l.xq = l.hu + align256(nh);
+    l.hq = l.xq + align256(q8_act_bytes(uint64_t(T * n_embd)));
+    l.ys = l.hq + align256(q8_act_bytes(uint64_t(n_slots * n_ff)));
+    l.lists = l.ys + (l.prefill ? align256(uint64_t(n_slots * n_embd) * 4) : 0);
+    l.end = l.lists + (l.prefill ? align256(lists_words(n_slots, n_local) * 4) : 0);
+    return l;
+}
+
+bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
+    const auto l = moe_q8_layout(g, n);
+    if (!l) return false;
+    const WeightDesc &gw = weight_desc(g, n.src[2]), &dw = weight_desc(g, n.src[4]);
+    const uint32_t gt = shader_type(g, n.src[2]), dt = shader_type(g, n.src[4]);
+    const int64_t T = g.tensor(n.out).rows(), k = g.tensor(n.src[1]).cols() / 2, n_slots = T * k;
+    const int64_t n_embd = gw.ne[0], n_ff = gw.ne[1], n_local = gw.ne[2];
+    const bool prefill = l->prefill;
+    const uint64_t base = moe_h_.address, nh = uint64_t(n_slots * n_ff) * 4;
     auto region = [&](uint64_t off, uint64_t size) { return Ref{kMoeId, base + off, off, size}; };
-    const Ref hg = region(0, nh), hu = region(o_hu, nh);
-    const Ref xq = region(o_xq, q8_bytes(uint64_t(T * n_embd)));
-    const Ref hq = region(o_hq, q8_bytes(uint64_t(n_slots * n_ff)));
-    const uint64_t xds = base + o_xq + q8_values_bytes(uint64_t(T * n_embd));
-    const uint64_t hds = base + o_hq + q8_values_bytes(uint64_t(n_slots * n_ff));
+    const Ref hg = region(0, nh), hu = region(l->hu, nh);
+    const Ref xq = region(l->xq, q8_act_bytes(uint64_t(T * n_embd)));
+    const Ref hq = region(l->hq, q8_act_bytes(uint64_t(n_slots * n_ff)));
+    const uint64_t xds = base + l->xq + q8_values_bytes(uint64_t(T * n_embd));
+    const uint64_t hds = base + l->hq + q8_values_bytes(uint64_t(n_slots * n_ff));
     const Ref x = ref(g, n.src[0]), route = ref(g, n.src[1]), y = ref(g, n.out);
     const Ref gate = ref(g, n.src[2]), up = ref(g, n.src[3]), down = ref(g, n.src[4]);
 
-    record_quantize_q8(x, x, x, xq, xds, uint64_t(T * n_embd), 0);
     Ref lists{};
     if (prefill) {
-        lists = region(o_lists, uint64_t(n_local + 1 + n_slots) * 4);
-        const ListsPush lp{route.address, lists.address, u32(n_slots), u32(n.i[0]), u32(n_local)};
+        const bool coopmat = moe_coopmat_ && info_.f16_prefill_matmul && coopmat_pipeline_ok(gt) &&
+                             coopmat_pipeline_ok(dt);
+        lists = region(l->lists, lists_words(n_slots, n_local) * 4);
+        const ListsPush lp{route.address, lists.address, u32(n_slots),
+                           u32(n.i[0]),   u32(n_local),  coopmat ? 1u : 0u};
         dispatch("moe_lists", {}, &lp, sizeof lp, 1, 1, 1, {route}, {lists});
+        if (coopmat) {
+            record_moe_coopmat(g, n, *l, lists);
+            return true;
+        }
     }
+    record_quantize_q8(x, x, x, xq, xds, uint64_t(T * n_embd), 0);
     const uint32_t tok = prefill ? kPrefillSlots : 1u, gy = u32(prefill ? n_local : n_slots);
     const uint32_t lists_flag = prefill ? kLists : 0u;
     const MoeQ8Push gp{
@@ -104,7 +140,7 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
                  u32(n_embd / kRowsPerWorkgroup), u32(T), 1, {hq, route}, {y});
         return true;
     }
-    const Ref ys = region(o_ys, uint64_t(n_slots * n_embd) * 4);
+    const Ref ys = region(l->ys, uint64_t(n_slots * n_embd) * 4);
     dp.y = ys.address;
     dp.flags = kWeighted | kLists;
     dispatch("moe_q8", {dt, kRowsWorkgroup, kPrefillSlots, 0u}, &dp, sizeof dp,
@@ -115,6 +151,58 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
     dispatch("moe_slot_sum", {}, &sp, sizeof sp, split_x(groups), 1, split_z(groups), {ys, route},
              {y});
     return true;
+}
+
+// Prefill on cooperative matrices (matmul_coopmat.comp MOE), after moe_lists.comp listed the
+// tiles: gate and up of the tokens' f32 rows, the gated activation (f32; its q8 copy unused),
+// down of it (weighted), the slots' sum.
+void VulkanBackend::record_moe_coopmat(const Graph& g, const Node& n, const MoeQ8Layout& l,
+                                       const Ref& lists) {
+    const WeightDesc &gw = weight_desc(g, n.src[2]), &dw = weight_desc(g, n.src[4]);
+    const uint32_t gt = shader_type(g, n.src[2]), dt = shader_type(g, n.src[4]);
+    const int64_t T = g.tensor(n.out).rows(), k = g.tensor(n.src[1]).cols() / 2, n_slots = T * k;
+    const int64_t n_embd = gw.ne[0], n_ff = gw.ne[1], n_local = gw.ne[2];
+    const uint64_t base = moe_h_.address, nh = uint64_t(n_slots * n_ff) * 4;
+    auto region = [&](uint64_t off, uint64_t size) { return Ref{kMoeId, base + off, off, size}; };
+    const Ref hg = region(0, nh), hu = region(l.hu, nh);
+    const Ref hq = region(l.hq, q8_act_bytes(uint64_t(n_slots * n_ff)));
+    const uint64_t hds = base + l.hq + q8_values_bytes(uint64_t(n_slots * n_ff));
+    const Ref ys = region(l.ys, uint64_t(n_slots * n_embd) * 4);
+    const Ref x = ref(g, n.src[0]), route = ref(g, n.src[1]), y = ref(g, n.out);
+    const Ref gate = ref(g, n.src[2]), up = ref(g, n.src[3]), down = ref(g, n.src[4]);
+    const auto tiles = u32(max_tiles(n_slots, n_local));
+    MoeCoopmatPush gp{};
+    gp.mat = MatPush{
+        gate.address,         x.address, hg.address, gate.address, u32(n_embd), u32(n_ff), u32(T),
+        weight_row_bytes(gw), 0u};
+    gp.lists = lists.address;
+    gp.route = route.address;
+    gp.w1 = up.address;
+    gp.y1 = hu.address;
+    gp.k = u32(k);
+    gp.per_token = 1;
+    gp.expert_bytes = u32(int64_t(weight_row_bytes(gw)) * n_ff);
+    gp.slots_at = u32(n_local + 1);
+    gp.tiles_at = u32(n_local + 1 + n_slots);
+    dispatch("matmul_coopmat", {gt, 16u, 16u, 1u}, &gp, sizeof gp, u32((n_ff + 127) / 128), tiles,
+             2, {x, lists}, {hg, hu});
+    record_quantize_q8(hg, hu, hg, hq, hds, uint64_t(n_slots * n_ff), gated_q8_op(n.i[1]));
+    MoeCoopmatPush dp = gp;
+    dp.mat = MatPush{
+        down.address, hg.address,           ys.address, down.address, u32(n_ff), u32(n_embd),
+        u32(n_slots), weight_row_bytes(dw), 0u};
+    dp.w1 = down.address;
+    dp.y1 = ys.address;
+    dp.per_token = 0;
+    dp.weighted = 1;
+    dp.expert_bytes = u32(int64_t(weight_row_bytes(dw)) * n_embd);
+    dispatch("matmul_coopmat", {dt, 16u, 16u, 1u}, &dp, sizeof dp, u32((n_embd + 127) / 128), tiles,
+             1, {hg, lists, route}, {ys});
+    const uint64_t n_out = uint64_t(T * n_embd), groups = (n_out + 255) / 256;
+    const SlotSumPush sp{ys.address,  route.address, y.address,   u32(int64_t(n_out)),
+                         u32(n_embd), u32(k),        u32(n.i[0]), u32(n_local)};
+    dispatch("moe_slot_sum", {}, &sp, sizeof sp, split_x(groups), 1, split_z(groups), {ys, route},
+             {y});
 }
 
 }  // namespace tandem::vk

@@ -673,7 +673,6 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
             const Ref gate = ref(g, n.src[2]), up = ref(g, n.src[3]), down = ref(g, n.src[4]);
             const int64_t T = out.rows(), k = g.tensor(n.src[1]).cols() / 2;
             const int64_t n_embd = gw.ne[0], n_ff = gw.ne[1];
-            ensure_moe_buffer(uint64_t(T * k * n_ff) * sizeof(float));
             const Ref h{kMoeId, moe_h_.address, 0, uint64_t(T * k * n_ff) * sizeof(float)};
             GateUpPush gp{gate.address,
                           up.address,

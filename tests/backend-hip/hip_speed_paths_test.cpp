@@ -291,10 +291,6 @@ TEST(HipSpeedPaths, RepackedWeightsEveryKernel) {
 // against a double sum over the f16-rounded weights and activations, so only the f32 sums'
 // rounding remains and a wrong lane or tile index shows at any size. Activations beyond f16's
 // range saturate (never inf). TANDEM_HIP_MMA=0 turns the path off.
-float round_f16(float v) {
-    return float(static_cast<_Float16>(std::fmax(-65504.0f, std::fmin(65504.0f, v))));
-}
-
 TEST(HipSpeedPaths, MatrixUnitPrefill) {
     struct Unset {
         ~Unset() {
@@ -550,15 +546,32 @@ TEST(HipSpeedPaths, MatvecAddNormFoldedIntoTheMatvecsAfterIt) {
                                    folds, hip::kQ8LayoutGroup);
 }
 
-// The expert FFN over q8 activations (hip_moe_q8.hip): expect_moe_q8_paths.
+// The expert FFN over q8 activations (hip_moe_q8.hip): expect_moe_q8_paths, prefill on the
+// int8-dot kernels (the matrix units off: MoeMmaPrefillAgainstF16Reference takes them).
 TEST(HipSpeedPaths, MoeQ8PrefillMatchesDecodeAndElementWise) {
-    TANDEM_HIP_OR_SKIP(hip);
+    ::setenv("TANDEM_HIP_MMA", "0", 1);
+    auto hip = hip_backend();
+    ::unsetenv("TANDEM_HIP_MMA");
+    if (!hip)
+        GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
     expect_moe_q8_paths(*hip, [] {
         ::setenv("TANDEM_HIP_MOE_Q8", "0", 1);
         auto off = hip_backend();
         ::unsetenv("TANDEM_HIP_MOE_Q8");
         return off;
     });
+}
+
+// The expert FFN's prefill on the matrix units (hip_moe_mma.hip): expect_moe_f16_prefill.
+TEST(HipSpeedPaths, MoeMmaPrefillAgainstF16Reference) {
+    TANDEM_HIP_OR_SKIP(hip);
+    if (!hip->device().f16_prefill_matmul)
+        GTEST_SKIP() << "no matrix-unit prefill on this device: " << hip->device().notes;
+    ::setenv("TANDEM_HIP_MMA", "0", 1);
+    auto int8 = hip_backend();
+    ::unsetenv("TANDEM_HIP_MMA");
+    ASSERT_TRUE(int8);
+    expect_moe_f16_prefill(*hip, *int8);
 }
 
 // The FFN between two folded norms (rows of a multiple of 256, T <= 2; 3 tokens: the norms

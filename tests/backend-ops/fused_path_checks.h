@@ -629,4 +629,81 @@ inline void expect_moe_q8_paths(Backend& b,
     }
 }
 
+// f32 -> f16 -> f32, saturating at f16's largest finite value (as the GPU kernels pack).
+inline float round_f16(float v) {
+    return float(static_cast<_Float16>(std::fmax(-65504.0f, std::fmin(65504.0f, v))));
+}
+
+// The expert FFN's prefill on matrix units (HIP hip_moe_mma.hip, Vulkan matmul_coopmat.comp
+// MOE): against a double reference over the f16 roundings the kernels make (weights, the
+// tokens' x, the hidden rows before down), with runs of more than 64 slots an expert (two
+// tiles), a rank holding a slice of the experts, and the route of the backend itself; the
+// int8-dot result (`int8`, a backend with the f16 prefill off) apart from it shows it ran.
+inline void expect_moe_f16_prefill(Backend& f16, Backend& int8) {
+    struct Case {
+        DType gate_up, down;
+        int64_t n_embd, n_ff, n_expert, n_local;
+        int first, k;
+        int64_t T;
+    };
+    for (const Case& c : {Case{DType::Q4_0, DType::Q4_0, 512, 256, 16, 16, 0, 4, 40},
+                          Case{DType::Q4_K, DType::Q6_K, 512, 512, 4, 4, 0, 2, 200},
+                          Case{DType::Q8_0, DType::Q5_K, 256, 256, 16, 8, 4, 8, 33}}) {
+        QuantWeight gate(c.gate_up, {c.n_embd, c.n_ff, c.n_local}, 61),
+            up(c.gate_up, {c.n_embd, c.n_ff, c.n_local}, 62),
+            down(c.down, {c.n_ff, c.n_embd, c.n_local}, 63);
+        const auto x = random_floats(size_t(c.n_embd * c.T), 64, -2.0f, 2.0f);
+        const auto logits = random_floats(size_t(c.n_expert * c.T), 65, -3.0f, 3.0f);
+        auto run = [&](Backend& be, std::vector<float>& route) {
+            OpGraph g;
+            std::vector<float> out;
+            const TensorId wg = g.weight(be, gate), wu = g.weight(be, up), wd = g.weight(be, down);
+            const TensorId in = g.input(x.data(), c.n_embd, c.T);
+            const TensorId rt = g.g.activation("route", 2 * c.k, c.T);
+            g.node(Op::MoeRoute, rt, {g.input(logits.data(), c.n_expert, c.T)}, {c.k, 1, 0, 0});
+            g.node(Op::MoeFfn, g.output(out, c.n_embd, c.T), {in, rt, wg, wu, wd},
+                   {c.first, int32_t(Activation::Silu), 0, 0});
+            g.node(Op::Copy, g.output(route, 2 * c.k, c.T), {rt});
+            g.run(be);
+            return out;
+        };
+        std::vector<float> route, route8;
+        const std::vector<float> y = run(f16, route), y8 = run(int8, route8);
+        std::vector<double> ref(y.size(), 0.0), h(size_t(c.n_ff));
+        for (int64_t t = 0; t < c.T; ++t)
+            for (int j = 0; j < c.k; ++j) {
+                const int le = int(route[size_t(t * 2 * c.k + 2 * j)]) - c.first;
+                const double wgt = route[size_t(t * 2 * c.k + 2 * j + 1)];
+                if (le < 0 || le >= c.n_local) continue;  // another rank's expert
+                for (int64_t f = 0; f < c.n_ff; ++f) {
+                    double a = 0, b = 0;
+                    for (int64_t i = 0; i < c.n_embd; ++i) {
+                        const size_t wi = size_t((le * c.n_ff + f) * c.n_embd + i);
+                        const double xi = round_f16(x[size_t(t * c.n_embd + i)]);
+                        a += double(round_f16(gate.values[wi])) * xi;
+                        b += double(round_f16(up.values[wi])) * xi;
+                    }
+                    h[size_t(f)] = round_f16(float(ref_activation(Activation::Silu, a) * b));
+                }
+                for (int64_t o = 0; o < c.n_embd; ++o) {
+                    double d = 0;
+                    for (int64_t f = 0; f < c.n_ff; ++f)
+                        d += double(
+                                 round_f16(down.values[size_t((le * c.n_embd + o) * c.n_ff + f)])) *
+                             h[size_t(f)];
+                    ref[size_t(t * c.n_embd + o)] += wgt * d;
+                }
+            }
+        const std::string what = std::string(dtype_name(c.gate_up)) + "/" +
+                                 std::string(dtype_name(c.down)) + " T=" + std::to_string(c.T) +
+                                 " experts " + std::to_string(c.first) + "+" +
+                                 std::to_string(c.n_local);
+        EXPECT_LT(reported_nmse(what + " f16 prefill vs its reference", y, ref), 1e-6) << what;
+        const double apart = reported_nmse(what + " f16 prefill vs int8-dot", y, as_double(y8));
+        EXPECT_LT(apart, 2e-4) << what;
+        EXPECT_GT(apart, 1e-12) << what
+                                << ": the same bits as the int8-dot path: the f16 path did not run";
+    }
+}
+
 }  // namespace tandem::test

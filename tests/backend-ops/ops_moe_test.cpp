@@ -1,6 +1,9 @@
 // MoE routing (softmax, top-k, renormalised weights) and the expert FFN on every backend: all
 // experts on one rank and a tensor-parallel rank holding a slice of them, float and block weight
 // types, decode and prefill token counts; against double references and (GPU) the CPU backend.
+#include <algorithm>
+#include <cmath>
+
 #include "op_references.h"
 #include "tandem/common/error.h"
 
@@ -110,6 +113,70 @@ TEST_P(MoeOps, RouteAndExperts) {
               c.gate_up == DType::F32 ? 1e-10
               : gpu_q8                ? 5e-4
                                       : 1e-3);
+    }
+}
+
+// The router's f32 matmul then the route of its logits, as the graph builder emits them: the GPU
+// backends run a decode step's pair as one launch (HIP k_router_route, Vulkan matvec.comp
+// ROUTE) where it applies (<= 8 tokens, <= 512 experts), the rest as two. The logits against
+// the double dot products; the route against the reference route of the logits the backend
+// returned (so a near tie cannot flip the expected experts).
+TEST_P(MoeOps, RouterMatmulThenRoute) {
+    struct Case {
+        int64_t n_embd, n_expert;
+        int k;
+        int64_t T;
+        bool normalize;
+    };
+    for (const Case& c :
+         {Case{2048, 128, 8, 1, true}, Case{2048, 128, 8, 2, true}, Case{256, 8, 2, 1, true},
+          Case{96, 60, 4, 3, false}, Case{512, 512, 8, 8, true}, Case{256, 600, 8, 1, true},
+          Case{256, 16, 4, 20, true}}) {
+        QuantWeight router(DType::F32, {c.n_embd, c.n_expert, 1}, 41, 0.2f);
+        const auto x = random_floats(size_t(c.n_embd * c.T), 42, -2.0f, 2.0f);
+        auto run = [&](Backend& b, std::vector<float>& logits, std::vector<float>& route) {
+            OpGraph g;
+            const TensorId w = g.weight(b, router), in = g.input(x.data(), c.n_embd, c.T);
+            const TensorId lg = g.output(logits, c.n_expert, c.T);
+            const TensorId rt = g.g.activation("route", 2 * c.k, c.T);
+            g.node(Op::MatMul, lg, {w, in});
+            g.node(Op::MoeRoute, rt, {lg}, {c.k, c.normalize ? 1 : 0, 0, 0});
+            g.node(Op::Copy, g.output(route, 2 * c.k, c.T), {rt});
+            g.run(b);
+        };
+        std::vector<float> logits, route, logits_cpu, route_cpu;
+        run(*be, logits, route);
+        if (gpu()) {  // its logits only: its route is of logits a few bits apart
+            auto cpu = make_backend("cpu", 2);
+            run(*cpu, logits_cpu, route_cpu);
+        }
+        const std::string what = std::to_string(c.n_embd) + " -> " + std::to_string(c.n_expert) +
+                                 " k=" + std::to_string(c.k) + " T=" + std::to_string(c.T);
+        std::vector<double> ref(size_t(c.n_expert * c.T));
+        for (int64_t t = 0; t < c.T; ++t)
+            for (int64_t e = 0; e < c.n_expert; ++e) {
+                double d = 0;
+                for (int64_t i = 0; i < c.n_embd; ++i)
+                    d += double(router.values[size_t(e * c.n_embd + i)]) *
+                         double(x[size_t(t * c.n_embd + i)]);
+                ref[size_t(t * c.n_expert + e)] = d;
+            }
+        check("router_matmul", what, logits, ref, 1e-11, logits_cpu, 1e-11);
+        for (int64_t t = 0; t < c.T; ++t) {
+            const float* l = logits.data() + t * c.n_expert;
+            const auto r = ref_moe_route(l, c.n_expert, c.k);  // weights renormalised over k
+            const double mx = *std::max_element(l, l + c.n_expert);
+            double sum = 0;  // over every expert: the weights without renormalising
+            for (int64_t e = 0; e < c.n_expert; ++e) sum += std::exp(double(l[e]) - mx);
+            for (int j = 0; j < c.k; ++j) {
+                const auto [e, w] = r[size_t(j)];
+                EXPECT_EQ(route[size_t(t * 2 * c.k + 2 * j)], float(e))
+                    << what << " token " << t << " slot " << j;
+                EXPECT_NEAR(route[size_t(t * 2 * c.k + 2 * j + 1)],
+                            c.normalize ? w : std::exp(double(l[e]) - mx) / sum, 1e-6)
+                    << what << " token " << t << " slot " << j;
+            }
+        }
     }
 }
 

@@ -216,6 +216,8 @@ TEST(VulkanQ8Matvec, AttentionQuantisesForTheMatmulAfterIt) {
 
 // The expert FFN over q8 activations (moe_q8.comp; vk_moe.cpp): expect_moe_q8_paths.
 TEST(VulkanQ8Matvec, MoeQ8PrefillMatchesDecodeAndElementWise) {
+    // Prefill on moe_q8.comp (cooperative matrices: MoeCoopmatPrefillAgainstF16Reference).
+    const ScopedEnv int8_prefill("TANDEM_VK_MOE_COOPMAT", "0");
     TANDEM_VULKAN_OR_SKIP(vk);
     TANDEM_Q8_OR_SKIP(vk);
     expect_moe_q8_paths(*vk, [] {
@@ -224,6 +226,22 @@ TEST(VulkanQ8Matvec, MoeQ8PrefillMatchesDecodeAndElementWise) {
         unsetenv("TANDEM_VK_MOE_Q8");
         return off;
     });
+}
+
+// The expert FFN's prefill on cooperative matrices (matmul_coopmat.comp MOE; vk_moe.cpp):
+// expect_moe_f16_prefill against the moe_q8.comp prefill.
+TEST(VulkanQ8Matvec, MoeCoopmatPrefillAgainstF16Reference) {
+    TANDEM_VULKAN_OR_SKIP(vk);
+    TANDEM_Q8_OR_SKIP(vk);
+    if (!vk->device().f16_prefill_matmul)
+        GTEST_SKIP() << "no cooperative-matrix prefill on this device: " << vk->device().notes;
+    std::unique_ptr<Backend> int8;
+    {
+        const ScopedEnv off("TANDEM_VK_MOE_COOPMAT", "0");
+        int8 = vulkan_backend();
+    }
+    ASSERT_TRUE(int8);
+    expect_moe_f16_prefill(*vk, *int8);
 }
 
 }  // namespace

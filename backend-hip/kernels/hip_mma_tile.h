@@ -1,0 +1,128 @@
+#pragma once
+// One 128-row x 64-token tile of a matmul on the matrix units (hip_mma.h), the body of the dense
+// prefill matmul (hip_matmul_mma.hip) and of the expert FFN's (hip_moe_mma.hip): y[t, o] =
+// W[o, :] . x[t, :] for rows m0.. of W (n_rows rows of row_stride bytes) and the tile's 64
+// activation rows, which the caller names (a dense block its consecutive tokens, an expert's
+// block the slots routed to it). Per step of 64 inputs each thread dequantises one 32-weight
+// group of one row and two runs of 8 activations, as f16 into shared memory (16-byte stores;
+// rows padded to 144 bytes, so the rows 8 lanes store or load at once fall on distinct banks);
+// the waves then multiply their part of the tile (wave32: 8 waves of 32 rows x 32 tokens;
+// wave64: 4 of 64 x 32) in 16 x 16 x 16 fragments. Weights and activations are rounded to f16,
+// the sums stay f32 (the Vulkan backend's matmul_coopmat.comp does the same); activations beyond
+// f16's range saturate at +-65504.
+#include <cstdint>
+
+#include "hip_blocks.h"
+#include "hip_mma.h"
+
+namespace tandem::hip {
+
+inline constexpr int kMmaTileRows = 128, kMmaTileToks = 64, kMmaTileThreads = 256;
+
+// Activation rows of the tile thread tid loads: tokens (tid + 256 r) / 8 for r = 0, 1.
+__device__ inline int mma_tile_token(int tid, int r) {
+    return (tid + kMmaTileThreads * r) / 8;
+}
+
+#if TANDEM_MMA_KIND != 0  // this device compilation has matrix units
+__device__ inline float to_f16_range(float v) {
+    return fminf(fmaxf(v, -65504.0f), 65504.0f);
+}
+
+// xrow[r]: the activation row of token mma_tile_token(tid, r) (n_in floats, 16-byte aligned),
+// or null where the tile has no such token (zeros). store(o, tok, v) for every row o < n_rows
+// of the tile and every token 0..63 (the caller drops the tokens it does not have).
+template <DType T, class Store>
+__device__ inline void mma_tile(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_rows,
+                                int64_t m0, const float* const (&xrow)[2], Store&& store) {
+    constexpr int kRows = kMmaTileRows, kToks = kMmaTileToks, kThreads = kMmaTileThreads;
+    constexpr int kStepK = 64;
+    constexpr int kLd = kStepK + 8;  // halves a padded tile row: 144 bytes
+    constexpr int kWaves = kThreads / kMmaWave, kWaveRows = kRows / (kWaves / 2);
+    constexpr int FM = kWaveRows / 16, FN = 2;          // fragments a wave: FM x 16 rows, 32 tokens
+    __shared__ __align__(16) uint16_t ws[kRows * kLd];  // [row][k] f16 bits
+    __shared__ __align__(16) uint16_t xs[kToks * kLd];  // [token][k] f16 bits
+    const int tid = int(threadIdx.x), wave = tid / kMmaWave, lane = tid % kMmaWave;
+    const int wm = (wave % (kWaves / 2)) * kWaveRows, wn = (wave / (kWaves / 2)) * 32;
+    MmaAcc acc[FM][FN];
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j) mma_zero(acc[i][j]);
+    // The 32 weights this thread dequantises each step; rows past the end read the last row
+    // (valid memory) and are never written out.
+    const int my_row = tid % kRows, my_half = tid / kRows;
+    const uint8_t* wrow = w + (m0 + my_row < n_rows ? m0 + my_row : n_rows - 1) * row_stride;
+    // A step's global reads, into registers: the weight group and two runs of 8 activations
+    // (64 tokens x 64 inputs, 8 threads on a token). Issuing them a step ahead, before the
+    // products of the step before, measured 3 % slower on the H200 (session 20).
+    Group32<T> group;
+    bool group_live = false;
+    float4 xr[2][2];
+    auto load_step = [&](int64_t k0) {
+        const int64_t k = k0 + 32 * my_half;
+        group_live = k < n_in;
+        if (group_live) group.load(wrow, k);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int c = (tid + kThreads * r) % 8;
+            const int64_t col = k0 + 8 * c;
+            xr[r][0] = xr[r][1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (xrow[r] && col < n_in) {
+                const auto* p = reinterpret_cast<const float4*>(xrow[r] + col);
+                xr[r][0] = p[0], xr[r][1] = p[1];
+            }
+        }
+    };
+    for (int64_t k0 = 0; k0 < n_in; k0 += kStepK) {
+        load_step(k0);
+        {
+            auto* dst = reinterpret_cast<uint4*>(ws + my_row * kLd + 32 * my_half);
+            float v[32];
+            if (group_live) {
+                group.decode(v);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 32; ++e) v[e] = 0.0f;
+            }
+#pragma unroll
+            for (int c = 0; c < 4; ++c) dst[c] = pack8_half(v + 8 * c);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int i = tid + kThreads * r, tok = i / 8, c = i % 8;
+            const float4 a = xr[r][0], b = xr[r][1];
+            const float v[8] = {to_f16_range(a.x), to_f16_range(a.y), to_f16_range(a.z),
+                                to_f16_range(a.w), to_f16_range(b.x), to_f16_range(b.y),
+                                to_f16_range(b.z), to_f16_range(b.w)};
+            *reinterpret_cast<uint4*>(xs + tok * kLd + 8 * c) = pack8_half(v);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < kStepK; kk += 16) {
+            MmaA a[FM];
+            MmaB b[FN];
+#pragma unroll
+            for (int i = 0; i < FM; ++i) mma_load_a(a[i], ws + (wm + 16 * i) * kLd + kk, kLd, lane);
+#pragma unroll
+            for (int j = 0; j < FN; ++j) mma_load_b(b[j], xs + (wn + 16 * j) * kLd + kk, kLd, lane);
+#pragma unroll
+            for (int i = 0; i < FM; ++i)
+#pragma unroll
+                for (int j = 0; j < FN; ++j) mma_run(acc[i][j], a[i], b[j]);
+        }
+        __syncthreads();  // the tiles are rewritten by the next step
+    }
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j)
+#pragma unroll
+            for (int e = 0; e < kMmaAccItems; ++e) {
+                const int64_t o = m0 + wm + 16 * i + mma_acc_m(lane, e);
+                if (o < n_rows) store(o, wn + 16 * j + mma_acc_n(lane, e), acc[i][j].v[e]);
+            }
+}
+#endif
+
+}  // namespace tandem::hip
