@@ -9,6 +9,7 @@
 #if !defined(TANDEM_HIP_ON_CUDA)
 #include <hip/hip_runtime.h>
 #endif
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -103,12 +104,14 @@ __global__ void __launch_bounds__(kMvThreads)
 
 constexpr int kTileTok = 64, kTileOut = 64, kTileK = 64, kTiledThreads = 256;
 
-// grid (ceil(n_out / 64), ceil(n_tok / 64)); block 256 = 16 x 16 threads, thread (tx, ty) owns
-// tokens ty + 16i and outputs tx + 16j (i, j < 4), so shared reads are conflict-free broadcasts.
+// grid (ceil(n_out / 64), ceil(n_tok / 64), splits); block 256 = 16 x 16 threads, thread (tx, ty)
+// owns tokens ty + 16i and outputs tx + 16j (i, j < 4), so shared reads are conflict-free
+// broadcasts. Split z sums inputs [z k_split, (z + 1) k_split) into out + z n_tok n_out (one
+// split: all of them, plus the bias; several: k_split_sum adds them and the bias).
 template <uint32_t TypeId>
 __global__ void __launch_bounds__(kTiledThreads)
     k_mat_mul_tiled(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_out,
-                    const float* x, int64_t n_tok, const float* bias, float* out) {
+                    const float* x, int64_t n_tok, const float* bias, float* out, int64_t k_split) {
     constexpr DType T = DType(TypeId);          // a number: see type_id() (hip_packed.h)
     __shared__ float xs[kTileTok][kTileK + 1];  // [token, k]
     __shared__ float ws[kTileOut][kTileK + 1];  // [output, k]
@@ -117,7 +120,10 @@ __global__ void __launch_bounds__(kTiledThreads)
     float acc[4][4];
     for (int i = 0; i < 4; ++i)
         for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-    for (int64_t k0 = 0; k0 < n_in; k0 += kTileK) {
+    const int64_t k_begin = int64_t(blockIdx.z) * k_split;
+    const int64_t k_end = k_begin + k_split < n_in ? k_begin + k_split : n_in;
+    out += int64_t(blockIdx.z) * n_tok * n_out;
+    for (int64_t k0 = k_begin; k0 < k_end; k0 += kTileK) {
         // Activation tile: 64 tokens x 16 float4; tokens past the end are zero.
         for (int i = int(threadIdx.x); i < kTileTok * kTileK / 4; i += kTiledThreads) {
             const int tt = i / (kTileK / 4), kk = (i % (kTileK / 4)) * 4;
@@ -154,6 +160,28 @@ __global__ void __launch_bounds__(kTiledThreads)
             if (o < n_out) out[t * n_out + o] = acc[i][j] + (bias ? bias[o] : 0.0f);
         }
     }
+}
+
+// out[i] = sum over the splits of parts[z n + i] in split order (+ the bias of i's row).
+__global__ void k_split_sum(const float* parts, int splits, int64_t n, int64_t n_out,
+                            const float* bias, float* out) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = 0.0f;
+    for (int z = 0; z < splits; ++z) v += parts[int64_t(z) * n + i];
+    out[i] = v + (bias ? bias[i % n_out] : 0.0f);
+}
+
+// Inputs a split of a tiled matmul sums where its grid is too small for the device (a router's
+// 128 rows: 16 blocks at 512 tokens), so that ~kSplitBlocks blocks run; n_in where one does.
+constexpr int64_t kSplitBlocks = 256;
+int64_t tiled_k_split(int64_t n_in, int64_t n_out, int64_t n_tok) {
+    const int64_t blocks =
+        ((n_out + kTileOut - 1) / kTileOut) * ((n_tok + kTileTok - 1) / kTileTok);
+    if (blocks * 2 > kSplitBlocks) return n_in;
+    const int64_t splits = std::min((kSplitBlocks + blocks - 1) / blocks, n_in / (2 * kTileK));
+    if (splits < 2) return n_in;
+    return (n_in / kTileK + splits - 1) / splits * kTileK;  // whole k-steps
 }
 
 template <DType T, int TM>
@@ -219,23 +247,43 @@ bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const
     }
 }
 
+uint64_t mat_mul_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok) {
+    if (n_tok <= kMatvecMaxTokens || n_in % kTileK != 0) return 0;
+    const int64_t k_split = tiled_k_split(n_in, n_out, n_tok);
+    if (k_split >= n_in) return 0;
+    return uint64_t((n_in + k_split - 1) / k_split) * uint64_t(n_tok) * uint64_t(n_out);
+}
+
 bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
-                          int64_t n_tok, const float* bias, float* out, hipStream_t s) {
+                          int64_t n_tok, const float* bias, float* out, hipStream_t s,
+                          float* split_scratch, uint64_t split_floats) {
     if (n_tok < 1 || n_out < 1 || n_in < 1 || n_in % kTileK != 0 || !aligned(x, 16)) return false;
     const int64_t gx = (n_out + kTileOut - 1) / kTileOut, gy = (n_tok + kTileTok - 1) / kTileTok;
     if (gx > kMaxGridX || gy > kMaxGridY) return false;
     const auto stride =
         static_cast<int64_t>(row_bytes(file_type(type), static_cast<uint64_t>(n_in)));
-    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block(kTiledThreads);
+    // Split the inputs where the grid is small and the caller gave the room for the parts.
+    const uint64_t parts = mat_mul_split_floats(n_in, n_out, n_tok);
+    const bool split = parts > 0 && split_scratch && parts <= split_floats;
+    const int64_t k_split = split ? tiled_k_split(n_in, n_out, n_tok) : n_in;
+    const int64_t splits = (n_in + k_split - 1) / k_split;
+    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
+                    static_cast<unsigned>(splits)),
+        block(kTiledThreads);
     const auto* wb = static_cast<const uint8_t*>(w);
     bool ok = false;
     visit_weight_layout(type, [&](auto P) {
         constexpr DType T = decltype(P)::value;
         if (!rows_aligned<T>(w, stride)) return;
         hipLaunchKernelGGL(k_mat_mul_tiled<type_id(T)>, grid, block, 0, s, wb, n_in, stride, n_out,
-                           x, n_tok, bias, out);
+                           x, n_tok, split ? nullptr : bias, split ? split_scratch : out, k_split);
         ok = true;
     });
+    if (ok && split) {
+        const int64_t n = n_tok * n_out;
+        hipLaunchKernelGGL(k_split_sum, dim3(static_cast<unsigned>((n + 255) / 256)), dim3(256), 0,
+                           s, split_scratch, int(splits), n, n_out, bias, out);
+    }
     return ok;
 }
 

@@ -41,15 +41,21 @@ void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows
 // out[t, o] = sum_i W[o, i] x[t, i] (+ bias[o]); W [n_out, n_in] of `type`, x [n_tok, n_in].
 // mma: prefill (9+ tokens) may take the matrix-unit kernel (launch_mat_mul_mma), which rounds
 // weights and activations to f16; the backend sets it where the kernel passed its check.
+// split_scratch (split_floats floats, or null): room where the tiled kernel may sum parts of the
+// inputs apart when its grid is too small for the device (mat_mul_split_floats() says how much).
 void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
-                    int64_t n_tok, const float* bias, float* out, hipStream_t s, bool mma = false);
+                    int64_t n_tok, const float* bias, float* out, hipStream_t s, bool mma = false,
+                    float* split_scratch = nullptr, uint64_t split_floats = 0);
+// Floats of split scratch the tiled kernel would use for this shape (0: it runs unsplit).
+uint64_t mat_mul_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok);
 // Fast paths of launch_mat_mul (hip_matmul.hip). Each returns false, enqueueing nothing, for a
 // type, shape or alignment it does not cover. Decode matvec: n_tok <= kMatvecMaxTokens.
 constexpr int64_t kMatvecMaxTokens = 8;
 bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
                    int64_t n_tok, const float* bias, float* out, hipStream_t s);
 bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
-                          int64_t n_tok, const float* bias, float* out, hipStream_t s);
+                          int64_t n_tok, const float* bias, float* out, hipStream_t s,
+                          float* split_scratch = nullptr, uint64_t split_floats = 0);
 // Prefill on the matrix units (hip_matmul_mma.hip, hip_mma.h): f16 weights and activations, f32
 // sums; not f32 / bf16 weights, rows of a multiple of 32. mma_kind(device) launches a probe: which
 // instruction the device's compilation got (0: none, the kernel is empty there);

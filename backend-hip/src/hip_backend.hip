@@ -59,6 +59,7 @@ class HipBackend final : public Backend {
         repack_ = env_switch("TANDEM_HIP_REPACK", 1) != 0;
         moe_q8_ = env_switch("TANDEM_HIP_MOE_Q8", 1) != 0;
         moe_mma_ = env_switch("TANDEM_HIP_MOE_MMA", 1) != 0;
+        matmul_split_ = env_switch("TANDEM_HIP_MATMUL_SPLIT", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
         mma_prefill_ = env_switch("TANDEM_HIP_MMA", 1) != 0 && mma_prefill_passes();
         mma_attention_ = mma_prefill_ && mma_attention_passes();
@@ -151,7 +152,7 @@ class HipBackend final : public Backend {
     // revisions of backend.h; -Wno-inconsistent-missing-override keeps both building.)
     virtual uint64_t other_bytes() const {
         return io_dev_.size() + moe_scratch_.size() + attn_scratch_.size() + q8_scratch_.size() +
-               q8_alt_.size() + norm_ss_.size();
+               q8_alt_.size() + norm_ss_.size() + split_scratch_.size();
     }
     // Bytes/s read + written by one large device-to-device copy (hipMemcpy D2D, 1 GiB or a
     // quarter of the free memory), measured once: decode's yardstick.
@@ -238,9 +239,10 @@ class HipBackend final : public Backend {
     std::vector<Weight> weights_;
     std::vector<Kv> kv_;
     DeviceBuffer scratch_;
-    DeviceBuffer moe_scratch_;   // expert FFN hidden rows [2, n_tok * k, n_ff]
-    DeviceBuffer attn_scratch_;  // split decode attention: merge tickets, then the partials
-    DeviceBuffer q8_scratch_;    // decode matvec input quantised to int8 blocks
+    DeviceBuffer moe_scratch_;    // expert FFN hidden rows [2, n_tok * k, n_ff]
+    DeviceBuffer attn_scratch_;   // split decode attention: merge tickets, then the partials
+    DeviceBuffer q8_scratch_;     // decode matvec input quantised to int8 blocks
+    DeviceBuffer split_scratch_;  // the tiled matmul's split-input parts (mat_mul_split_floats)
     // Rope (cos, sin) tables of the step being enqueued (rope_table): kRopeTables slots of
     // [kMatvecMaxTokens, kRopeTableHalf] float2, and what each holds.
     static constexpr int kRopeTables = 4;
@@ -311,6 +313,7 @@ class HipBackend final : public Backend {
     // The q8 path's prefill experts on the matrix units where mma_prefill_ is on
     // (TANDEM_HIP_MOE_MMA=0: the int8-dot kernels; TANDEM_HIP_MMA=0 turns both off).
     bool moe_mma_ = true;
+    bool matmul_split_ = true;  // TANDEM_HIP_MATMUL_SPLIT=0: the tiled matmul never splits
     // Prefill matmuls and attention on the matrix units (TANDEM_HIP_MMA=0: the f32 tiles), where
     // the device's compilation has them and each passed its check.
     bool mma_prefill_ = false, mma_attention_ = false;
@@ -557,7 +560,7 @@ uint64_t HipBackend::step_key(const Graph& g) const {
     uint64_t h = g.fingerprint();
     // Buffers the captured kernels and copies point into.
     for (const uint8_t* p : {scratch_.data(), io_dev_.data(), staging_.data(), moe_scratch_.data(),
-                             attn_scratch_.data()})
+                             attn_scratch_.data(), split_scratch_.data()})
         h = fingerprint_mix(h, reinterpret_cast<uintptr_t>(p));
     return h;
 }
@@ -687,7 +690,7 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                     " scratch bytes, " + std::to_string(scratch_.size()) + " reserved");
     map_host_weights();
     // Every node is checked, and the backend's own buffers sized, before anything is enqueued.
-    uint64_t moe_floats = 0, collective_floats = 0, attn_floats = 0, q8_bytes = 0;
+    uint64_t moe_floats = 0, collective_floats = 0, attn_floats = 0, q8_bytes = 0, split_floats = 0;
     for (const Node& n : g.nodes()) {
         check_node(g, n);
         if (n.op == Op::MoeFfn)
@@ -696,6 +699,10 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                 moe_ffn_scratch_floats(
                     g.tensor(n.out).rows(), static_cast<int>(g.tensor(n.src[1]).cols() / 2),
                     g.tensor(n.src[2]).ne[0], g.tensor(n.src[2]).ne[1], g.tensor(n.src[2]).ne[2]));
+        if (n.op == Op::MatMul && matmul_split_)
+            split_floats = std::max(split_floats, mat_mul_split_floats(g.tensor(n.src[0]).ne[0],
+                                                                       g.tensor(n.src[0]).ne[1],
+                                                                       g.tensor(n.src[1]).rows()));
         if (n.op == Op::MatMul && q8_enabled_) {
             const GraphTensor& x = g.tensor(n.src[1]);
             const Weight& wt = weight_of(g, n.src[0]);
@@ -714,6 +721,8 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     check_step_inputs(g, io);  // token ids and the KV cache's room, before anything is enqueued
     if (moe_floats * sizeof(float) > moe_scratch_.size())
         moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
+    if (split_floats * sizeof(float) > split_scratch_.size())
+        split_scratch_ = DeviceBuffer(split_floats * sizeof(float));
     if (attn_floats * sizeof(float) > attn_scratch_.size()) {
         attn_scratch_ = DeviceBuffer(attn_floats * sizeof(float));
         check(hipMemsetAsync(attn_scratch_.data(), 0, attention_zeroed_floats() * sizeof(float),
@@ -1198,7 +1207,9 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             }
             if (pending_.y == x) materialise_norm();  // the f32 kernel reads the norm's output
             launch_mat_mul(w.kind, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
-                           g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_, mma_prefill_);
+                           g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_, mma_prefill_,
+                           reinterpret_cast<float*>(split_scratch_.data()),
+                           split_scratch_.size() / sizeof(float));
             break;
         }
         case Op::Rope:

@@ -4,14 +4,16 @@
 // weights). Per step of 32 input elements, invocations 0..63 dequantise one group of one row
 // each into shared memory, all 256 stage the 64 tokens' activations, and each invocation then
 // accumulates a 4x4 block of outputs (rows tx + 16i, tokens ty + 16j) from the two tiles.
-// Rows must be whole 32-element groups (the host uses matvec otherwise).
+// Rows must be whole 32-element groups (the host uses matvec otherwise). k_groups (0: all): the
+// groups a split sums; split z = gl_WorkGroupID.z takes groups [z k_groups, (z + 1) k_groups)
+// into y + z n_tok n_out, which split_sum.comp adds (with the bias) where there are several.
 #include "common.glsl"
 #include "dq_group.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint TYPE = 0;
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
-    uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
+    uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias; uint k_groups;
 } p;
 const uint BM = 64u, BN = 64u, LD = 33u;  // LD: padded row of a tile (no bank conflicts)
 shared float ws[BM * LD];                 // [row][element] of the current group
@@ -25,7 +27,9 @@ void main() {
         [[unroll]] for (uint j = 0u; j < 4u; ++j) acc[i][j] = 0.0;
     const uint n_groups = p.n_in / 32u;
     const uint my_row = m0 + tid;  // the row this invocation dequantises (tid < 64)
-    for (uint g = 0u; g < n_groups; ++g) {
+    const uint z = gl_WorkGroupID.z, kg = p.k_groups == 0u ? n_groups : p.k_groups;
+    const uint y0 = z * p.n_tok * p.n_out;  // this split's part of y
+    for (uint g = z * kg; g < min(n_groups, (z + 1u) * kg); ++g) {
         if (tid < BM) {
             float v[32];
             if (my_row < p.n_out) {
@@ -57,7 +61,7 @@ void main() {
         const float bias = p.has_bias != 0u ? p.bias.v[o] : 0.0;
         [[unroll]] for (uint j = 0u; j < 4u; ++j) {
             const uint t = n0 + ty + 16u * j;
-            if (t < p.n_tok) p.y.v[t * p.n_out + o] = acc[i][j] + bias;
+            if (t < p.n_tok) p.y.v[y0 + t * p.n_out + o] = acc[i][j] + bias;
         }
     }
 }

@@ -59,6 +59,8 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     q8_ = pd.shader_int8_dot && clusters_of_8(pd);
     if (const char* q = std::getenv("TANDEM_VK_Q8")) q8_ = q8_ && std::string(q) != "0";
     if (const char* m = std::getenv("TANDEM_VK_MOE_Q8")) moe_q8_ = std::string(m) != "0";
+    if (const char* m = std::getenv("TANDEM_VK_MATMUL_SPLIT"))
+        matmul_split_ = std::string(m) != "0";
     if (const char* m = std::getenv("TANDEM_VK_MOE_COOPMAT")) moe_coopmat_ = std::string(m) != "0";
     ctx_ = std::make_unique<Context>(pd);
     pipelines_ = std::make_unique<Pipelines>(ctx_->device());
@@ -103,6 +105,7 @@ VulkanBackend::~VulkanBackend() {
     ctx_->destroy(collective_buf_);
     ctx_->destroy(attn_part_);
     ctx_->destroy(q8_buf_);
+    ctx_->destroy(split_buf_);
     pipelines_.reset();
 }
 
@@ -415,6 +418,7 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     ensure_attention_partials(g);
     ensure_q8_buffer(g);
     ensure_moe_buffer(g);
+    ensure_split_buffer(g);
     CachedStep* rec = cache ? new_cached(key) : nullptr;
     pool_ = rec ? &rec->cbs : &cbs_;
     barriers_ = 0;

@@ -19,7 +19,7 @@ namespace tandem::vk {
 
 // Buffer ids for hazard tracking; weights are never written, so they never need a barrier.
 inline constexpr int kScratchId = 0, kIoId = 1, kMoeId = 2, kCollectiveId = 3, kAttnPartId = 4,
-                     kQ8Id = 5, kKvId0 = 16, kWeightId0 = 1 << 20;
+                     kQ8Id = 5, kSplitId = 6, kKvId0 = 16, kWeightId0 = 1 << 20;
 // Split-K attention's merge tickets (token x head block) at the front of attn_part_, zeroed when
 // it is made and left zero by every dispatch; the partials follow.
 inline constexpr uint64_t kAttnTickets = 8192, kAttnTicketBytes = kAttnTickets * 4;
@@ -44,6 +44,7 @@ struct StepParams {
 struct MatPush {
     uint64_t w, x, y, bias;
     uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
+    uint32_t k_groups = 0;  // matmul_tiled.comp: 32-input groups a split sums (0: all)
 };
 // Push constants of attention.comp, attention_flash.comp and attention_flash_coopmat.comp.
 struct AttnPush {
@@ -293,6 +294,11 @@ class VulkanBackend final : public Backend {
     // Sizes the MoE buffer for the graph's expert FFNs before recording (so no buffer moves
     // while a step is recorded).
     void ensure_moe_buffer(const Graph& g);
+    // 32-input groups a split of a tiled matmul sums where its grid is small (a router's 128
+    // rows: 16 workgroups at 512 tokens), so that ~256 workgroups run; all of them where one
+    // does. Sizes split_buf_ for the graph's (before recording).
+    static uint32_t tiled_k_groups(int64_t n_in, int64_t n_out, int64_t n_tok);
+    void ensure_split_buffer(const Graph& g);
 
     DeviceInfo info_;
     PhysicalDevice pd_;
@@ -321,6 +327,7 @@ class VulkanBackend final : public Backend {
     // The q8 path's prefill experts on cooperative matrices where f16 prefill matmuls run
     // (TANDEM_VK_MOE_COOPMAT=0: moe_q8.comp; TANDEM_VK_COOPMAT=0 turns both off).
     bool moe_coopmat_ = true;
+    bool matmul_split_ = true;  // TANDEM_VK_MATMUL_SPLIT=0: the tiled matmul never splits
     uint32_t q8_rows_ = 2;
     bool q8_rows_set_ = false;  // TANDEM_VK_Q8_ROWS given: every type takes q8_rows_
     bool q8_share_ = true;
@@ -353,6 +360,7 @@ class VulkanBackend final : public Backend {
     Buffer scratch_, io_, moe_h_, collective_buf_;
     Buffer attn_part_;  // split-K attention partials (counted in other_bytes())
     Buffer q8_buf_;     // decode matvec activations as int8 (counted in other_bytes())
+    Buffer split_buf_;  // the tiled matmul's split-input parts (counted in other_bytes())
     // What q8_buf_ holds while a step is recorded: the address of the input it quantises (0:
     // nothing usable), reset by every node that is not a MatMul.
     uint64_t q8_src_ = 0;

@@ -39,6 +39,10 @@ struct RmsPush {
     uint32_t has_w;
     uint64_t qs, ds;  // Q8: the output's q8 activations
 };
+struct SplitSumPush {
+    uint64_t parts, bias, y;
+    uint32_t n, n_out, splits, has_bias;
+};
 struct RowsPush {
     uint64_t w, ids, y;
     uint32_t n_embd, row_bytes;
@@ -166,6 +170,35 @@ bool VulkanBackend::flash_attention_coopmat(const Graph& g, const Node& n) {
     info_.f16_prefill_attention = false;
     log_info("vulkan: prefill attention without cooperative matrices: " + why);
     return false;
+}
+
+uint32_t VulkanBackend::tiled_k_groups(int64_t n_in, int64_t n_out, int64_t n_tok) {
+    constexpr int64_t kSplitWorkgroups = 256;
+    const int64_t groups = n_in / 32, wgs = ((n_out + 63) / 64) * ((n_tok + 63) / 64);
+    const int64_t splits = std::min((kSplitWorkgroups + wgs - 1) / wgs, groups / 4);
+    if (wgs * 2 > kSplitWorkgroups || splits < 2) return u32(groups);
+    return u32((groups + splits - 1) / splits);
+}
+
+void VulkanBackend::ensure_split_buffer(const Graph& g) {
+    uint64_t need = 0;
+    for (const Node& n : g.nodes()) {
+        if (n.op != Op::MatMul || !matmul_split_) continue;
+        const WeightDesc& w = weight_desc(g, n.src[0]);
+        const int64_t T = g.tensor(n.src[1]).rows();
+        const MatmulPlan plan = plan_matmul(w, T);
+        // (A cooperative-matrix plan whose check fails turns tiled while recording; with no
+        // room here it runs unsplit.)
+        if (!plan.tiled || plan.coopmat) continue;
+        const uint32_t kg = tiled_k_groups(w.ne[0], w.ne[1], T);
+        const uint64_t splits = (uint64_t(w.ne[0] / 32) + kg - 1) / kg;
+        if (splits > 1) need = std::max(need, splits * uint64_t(T * w.ne[1]) * 4);
+    }
+    if (need <= split_buf_.size) return;
+    vkDeviceWaitIdle(ctx_->device());
+    ctx_->destroy(split_buf_);
+    ++generation_;
+    split_buf_ = ctx_->create_device_buffer(need, "split matmul parts");
 }
 
 void VulkanBackend::ensure_attention_partials(const Graph& g) {
@@ -612,8 +645,27 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                 dispatch("matmul_coopmat", {shader_type(g, n.src[0])}, &p, sizeof p,
                          u32((w.ne[1] + 127) / 128), u32((T + 63) / 64), 1, {x}, {y});
             } else if (plan.tiled) {
-                dispatch("matmul_tiled", {shader_type(g, n.src[0])}, &p, sizeof p,
-                         u32((w.ne[1] + 63) / 64), u32((T + 63) / 64), 1, {x}, {y});
+                p.k_groups = tiled_k_groups(w.ne[0], w.ne[1], T);
+                const uint32_t splits = u32((w.ne[0] / 32 + p.k_groups - 1) / p.k_groups);
+                const uint64_t n_y = uint64_t(T * w.ne[1]);
+                if (splits == 1 || splits * n_y * 4 > split_buf_.size) {  // unsplit
+                    p.k_groups = 0;
+                    dispatch("matmul_tiled", {shader_type(g, n.src[0])}, &p, sizeof p,
+                             u32((w.ne[1] + 63) / 64), u32((T + 63) / 64), 1, {x}, {y});
+                    break;
+                }
+                // The parts in split_buf_ (sized by ensure_split_buffer), then their sum.
+                const Ref parts{kSplitId, split_buf_.address, 0, splits * n_y * 4};
+                MatPush pp = p;
+                pp.y = parts.address;
+                pp.has_bias = 0;
+                dispatch("matmul_tiled", {shader_type(g, n.src[0])}, &pp, sizeof pp,
+                         u32((w.ne[1] + 63) / 64), u32((T + 63) / 64), splits, {x}, {parts});
+                const SplitSumPush sp{parts.address, p.bias, y.address, u32(int64_t(n_y)),
+                                      u32(w.ne[1]),  splits, p.has_bias};
+                const uint64_t groups = (n_y + 255) / 256;
+                dispatch("split_sum", {}, &sp, sizeof sp, split_x(groups), 1, split_z(groups),
+                         {parts, bias}, {y});
             } else {
                 const uint64_t groups = (uint64_t(w.ne[1]) + plan.rows - 1) / plan.rows;
                 // matvec_direct reads x as 16-byte words (rows of whole groups are 128 bytes).
