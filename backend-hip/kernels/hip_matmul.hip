@@ -172,16 +172,22 @@ __global__ void k_split_sum(const float* parts, int splits, int64_t n, int64_t n
     out[i] = v + (bias ? bias[i % n_out] : 0.0f);
 }
 
-// Inputs a split of a tiled matmul sums where its grid is too small for the device (a router's
-// 128 rows: 16 blocks at 512 tokens), so that ~kSplitBlocks blocks run; n_in where one does.
+// How a tiled matmul splits its inputs where its grid is too small for the device (a router's
+// 128 rows: 16 blocks at 512 tokens), so that ~kSplitBlocks blocks run: the inputs a split sums
+// (whole k-steps) and the splits ({n_in, 1}: unsplit, also for decode shapes).
 constexpr int64_t kSplitBlocks = 256;
-int64_t tiled_k_split(int64_t n_in, int64_t n_out, int64_t n_tok) {
+struct TiledSplit {
+    int64_t k_split, splits;
+};
+TiledSplit tiled_split(int64_t n_in, int64_t n_out, int64_t n_tok) {
     const int64_t blocks =
         ((n_out + kTileOut - 1) / kTileOut) * ((n_tok + kTileTok - 1) / kTileTok);
-    if (blocks * 2 > kSplitBlocks) return n_in;
+    if (n_tok <= kMatvecMaxTokens || n_in % kTileK != 0 || blocks * 2 > kSplitBlocks)
+        return {n_in, 1};
     const int64_t splits = std::min((kSplitBlocks + blocks - 1) / blocks, n_in / (2 * kTileK));
-    if (splits < 2) return n_in;
-    return (n_in / kTileK + splits - 1) / splits * kTileK;  // whole k-steps
+    if (splits < 2) return {n_in, 1};
+    const int64_t k_split = (n_in / kTileK + splits - 1) / splits * kTileK;
+    return {k_split, (n_in + k_split - 1) / k_split};
 }
 
 template <DType T, int TM>
@@ -248,10 +254,8 @@ bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const
 }
 
 uint64_t mat_mul_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok) {
-    if (n_tok <= kMatvecMaxTokens || n_in % kTileK != 0) return 0;
-    const int64_t k_split = tiled_k_split(n_in, n_out, n_tok);
-    if (k_split >= n_in) return 0;
-    return uint64_t((n_in + k_split - 1) / k_split) * uint64_t(n_tok) * uint64_t(n_out);
+    const TiledSplit split = tiled_split(n_in, n_out, n_tok);
+    return split.splits > 1 ? uint64_t(split.splits) * uint64_t(n_tok) * uint64_t(n_out) : 0;
 }
 
 bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
@@ -263,10 +267,10 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
     const auto stride =
         static_cast<int64_t>(row_bytes(file_type(type), static_cast<uint64_t>(n_in)));
     // Split the inputs where the grid is small and the caller gave the room for the parts.
-    const uint64_t parts = mat_mul_split_floats(n_in, n_out, n_tok);
-    const bool split = parts > 0 && split_scratch && parts <= split_floats;
-    const int64_t k_split = split ? tiled_k_split(n_in, n_out, n_tok) : n_in;
-    const int64_t splits = (n_in + k_split - 1) / k_split;
+    const TiledSplit plan = tiled_split(n_in, n_out, n_tok);
+    const bool split = plan.splits > 1 && split_scratch &&
+                       uint64_t(plan.splits) * uint64_t(n_tok) * uint64_t(n_out) <= split_floats;
+    const int64_t k_split = split ? plan.k_split : n_in, splits = split ? plan.splits : 1;
     const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
                     static_cast<unsigned>(splits)),
         block(kTiledThreads);

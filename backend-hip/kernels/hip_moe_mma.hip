@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kMmaTileThreads, 2) k_moe_mma(MoeMma m) {
 bool launch_moe_mma(DType kind, const MoeMma& m, int parts, int64_t max_tiles, hipStream_t s) {
     const DType type = file_type(kind);
     if (!mma_matmul_takes(type) || m.n_in < 32 || m.n_in % 32 != 0 || !aligned(m.x, 16) ||
-        m.n_in % 4 != 0 || max_tiles < 1 || max_tiles > kMaxGridY)
+        max_tiles < 1 || max_tiles > kMaxGridY)
         return false;
     const dim3 grid(static_cast<unsigned>((m.rows + kMmaTileRows - 1) / kMmaTileRows),
                     static_cast<unsigned>(max_tiles), static_cast<unsigned>(parts));

@@ -281,6 +281,14 @@ uint64_t moe_ffn_q8_scratch_bytes(int64_t n_tok, int k, int64_t n_embd, int64_t 
 
 namespace {
 
+// Prefill's last launch (either path): a token's slots' weighted down rows ys summed into out.
+void launch_slot_sum(const MoeFfnArgs& a, const float* ys, hipStream_t s) {
+    const int64_t n = a.n_tok * a.n_embd;
+    TANDEM_LAUNCH_OVERLAPPED(k_moe_slot_sum, dim3(static_cast<unsigned>((n + 255) / 256)),
+                             dim3(256), 0, s, ys, a.route, a.n_tok, a.k, a.first_expert, a.n_local,
+                             a.n_embd, a.out);
+}
+
 // Prefill on the matrix units (hip_moe_mma.hip), after k_moe_lists listed the tiles: gate and
 // up of the tokens' f32 rows, the gated activation in f32, down of it (weighted), the slots'
 // sum. False before anything is enqueued where a matrix's type or alignment is refused (the
@@ -317,16 +325,13 @@ bool moe_prefill_mma(const MoeFfnArgs& a, const Layout& l, uint8_t* base, hipStr
     dn.per_token = 0;
     dn.weighted = 1;
     // Both launches' conditions before the first: a refusal leaves nothing half done.
-    const bool down_ok = mma_matmul_takes(file_type(a.down_type)) && a.n_ff % 32 == 0 &&
-                         aligned(hg, 16) && a.n_ff % 4 == 0;
+    const bool down_ok =
+        mma_matmul_takes(file_type(a.down_type)) && a.n_ff % 32 == 0 && aligned(hg, 16);
     if (!down_ok || !launch_moe_mma(a.gate_type, gu, 2, tiles_max, s)) return false;
     launch_gated(a.act, hg, hu, n_slots * a.n_ff, hg, s);
     launch_require(launch_moe_mma(a.down_type, dn, 1, tiles_max, s), "moe_ffn",
                    "the down projection's matrix-unit launch refused after gate and up");
-    const int64_t n = a.n_tok * a.n_embd;
-    TANDEM_LAUNCH_OVERLAPPED(k_moe_slot_sum, dim3(static_cast<unsigned>((n + 255) / 256)),
-                             dim3(256), 0, s, ys, a.route, a.n_tok, a.k, a.first_expert, a.n_local,
-                             a.n_embd, a.out);
+    launch_slot_sum(a, ys, s);
     return true;
 }
 
@@ -412,10 +417,7 @@ bool launch_moe_ffn_q8(const MoeFfnArgs& a, hipStream_t s) {
     dn.per_token = 0;
     dn.weighted = 1;
     launch_rows(a.down_type, dn, 1, grid_y, true, s);
-    const int64_t n = a.n_tok * a.n_embd;
-    TANDEM_LAUNCH_OVERLAPPED(k_moe_slot_sum, dim3(static_cast<unsigned>((n + 255) / 256)),
-                             dim3(256), 0, s, ys, a.route, a.n_tok, a.k, a.first_expert, a.n_local,
-                             a.n_embd, a.out);
+    launch_slot_sum(a, ys, s);
     return true;
 }
 

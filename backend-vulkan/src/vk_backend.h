@@ -214,8 +214,6 @@ class VulkanBackend final : public Backend {
         bool prefill;
     };
     std::optional<MoeQ8Layout> moe_q8_layout(const Graph& g, const Node& n) const;
-    // The expert FFN's prefill on cooperative matrices (vk_moe.cpp), after the lists.
-    void record_moe_coopmat(const Graph& g, const Node& n, const MoeQ8Layout& l, const Ref& lists);
     // Nodes at..: a q8 matvec, (its one-rank AllReduce,) the residual Add of its output and the
     // RmsNorm of that sum over whole rows (match_matvec_resid_norm), read next by a q8 matvec:
     // one matvec_q8 dispatch
@@ -294,10 +292,14 @@ class VulkanBackend final : public Backend {
     // Sizes the MoE buffer for the graph's expert FFNs before recording (so no buffer moves
     // while a step is recorded).
     void ensure_moe_buffer(const Graph& g);
-    // 32-input groups a split of a tiled matmul sums where its grid is small (a router's 128
-    // rows: 16 workgroups at 512 tokens), so that ~256 workgroups run; all of them where one
-    // does. Sizes split_buf_ for the graph's (before recording).
-    static uint32_t tiled_k_groups(int64_t n_in, int64_t n_out, int64_t n_tok);
+    // How a tiled matmul splits its inputs where its grid is small (a router's 128 rows: 16
+    // workgroups at 512 tokens), so that ~256 workgroups run: the 32-input groups a split sums
+    // and the splits (1: all groups, unsplit). ensure_split_buffer sizes split_buf_ for the
+    // graph's splits (before recording).
+    struct TiledSplit {
+        uint32_t k_groups, splits;
+    };
+    static TiledSplit tiled_split(int64_t n_in, int64_t n_out, int64_t n_tok);
     void ensure_split_buffer(const Graph& g);
 
     DeviceInfo info_;

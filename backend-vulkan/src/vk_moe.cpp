@@ -97,28 +97,55 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
     const Ref x = ref(g, n.src[0]), route = ref(g, n.src[1]), y = ref(g, n.out);
     const Ref gate = ref(g, n.src[2]), up = ref(g, n.src[3]), down = ref(g, n.src[4]);
 
+    // Prefill on cooperative matrices (matmul_coopmat.comp MOE) where the device runs its f16
+    // prefill: moe_lists.comp then also lists each expert's tiles of 64 slots, and each of the
+    // two matmuls below is one dispatch over them (gate and up of the tokens' f32 rows; down of
+    // the gated rows, weighted).
+    const bool coopmat = prefill && moe_coopmat_ && info_.f16_prefill_matmul &&
+                         coopmat_pipeline_ok(gt) && coopmat_pipeline_ok(dt);
     Ref lists{};
     if (prefill) {
-        const bool coopmat = moe_coopmat_ && info_.f16_prefill_matmul && coopmat_pipeline_ok(gt) &&
-                             coopmat_pipeline_ok(dt);
         lists = region(l->lists, lists_words(n_slots, n_local) * 4);
         const ListsPush lp{route.address, lists.address, u32(n_slots),
                            u32(n.i[0]),   u32(n_local),  coopmat ? 1u : 0u};
         dispatch("moe_lists", {}, &lp, sizeof lp, 1, 1, 1, {route}, {lists});
-        if (coopmat) {
-            record_moe_coopmat(g, n, *l, lists);
-            return true;
-        }
     }
-    record_quantize_q8(x, x, x, xq, xds, uint64_t(T * n_embd), 0);
-    const uint32_t tok = prefill ? kPrefillSlots : 1u, gy = u32(prefill ? n_local : n_slots);
-    const uint32_t lists_flag = prefill ? kLists : 0u;
-    const MoeQ8Push gp{
-        gate.address,         xq.address, xds,           hg.address,   route.address,
-        up.address,           hu.address, lists.address, u32(n_embd),  u32(n_ff),
-        weight_row_bytes(gw), u32(k),     u32(n.i[0]),   u32(n_local), kPerToken | lists_flag};
-    dispatch("moe_q8", {gt, kRowsWorkgroup, tok, 0u}, &gp, sizeof gp,
-             u32(2 * n_ff / kRowsPerWorkgroup), gy, 1, {xq, route, lists}, {hg, hu});
+    MoeCoopmatPush cp{};
+    const auto tiles = u32(max_tiles(n_slots, n_local));
+    if (coopmat) {
+        cp.lists = lists.address;
+        cp.route = route.address;
+        cp.k = u32(k);
+        cp.slots_at = u32(n_local + 1);
+        cp.tiles_at = u32(n_local + 1 + n_slots);
+        cp.mat = MatPush{gate.address,
+                         x.address,
+                         hg.address,
+                         gate.address,
+                         u32(n_embd),
+                         u32(n_ff),
+                         u32(T),
+                         weight_row_bytes(gw),
+                         0u};
+        cp.w1 = up.address;
+        cp.y1 = hu.address;
+        cp.per_token = 1;
+        cp.expert_bytes = u32(int64_t(weight_row_bytes(gw)) * n_ff);
+        dispatch("matmul_coopmat", {gt, 16u, 16u, 1u}, &cp, sizeof cp, u32((n_ff + 127) / 128),
+                 tiles, 2, {x, lists}, {hg, hu});
+    } else {
+        record_quantize_q8(x, x, x, xq, xds, uint64_t(T * n_embd), 0);
+        const MoeQ8Push gp{gate.address, xq.address,           xds,
+                           hg.address,   route.address,        up.address,
+                           hu.address,   lists.address,        u32(n_embd),
+                           u32(n_ff),    weight_row_bytes(gw), u32(k),
+                           u32(n.i[0]),  u32(n_local),         kPerToken | (prefill ? kLists : 0u)};
+        dispatch("moe_q8", {gt, kRowsWorkgroup, prefill ? kPrefillSlots : 1u, 0u}, &gp, sizeof gp,
+                 u32(2 * n_ff / kRowsPerWorkgroup), u32(prefill ? n_local : n_slots), 1,
+                 {xq, route, lists}, {hg, hu});
+    }
+    // The gated activation into hg (f32) and hq (its q8 activations; unused by the cooperative
+    // matrices, which read hg).
     record_quantize_q8(hg, hu, hg, hq, hds, uint64_t(n_slots * n_ff), gated_q8_op(n.i[1]));
     MoeQ8Push dp{down.address,
                  hq.address,
@@ -140,69 +167,31 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
                  u32(n_embd / kRowsPerWorkgroup), u32(T), 1, {hq, route}, {y});
         return true;
     }
+    // Prefill: each slot's weighted down rows, then a token's slots summed.
     const Ref ys = region(l->ys, uint64_t(n_slots * n_embd) * 4);
-    dp.y = ys.address;
-    dp.flags = kWeighted | kLists;
-    dispatch("moe_q8", {dt, kRowsWorkgroup, kPrefillSlots, 0u}, &dp, sizeof dp,
-             u32(n_embd / kRowsPerWorkgroup), gy, 1, {hq, route, lists}, {ys});
+    if (coopmat) {
+        cp.mat = MatPush{
+            down.address, hg.address,           ys.address, down.address, u32(n_ff), u32(n_embd),
+            u32(n_slots), weight_row_bytes(dw), 0u};
+        cp.w1 = down.address;
+        cp.y1 = ys.address;
+        cp.per_token = 0;
+        cp.weighted = 1;
+        cp.expert_bytes = u32(int64_t(weight_row_bytes(dw)) * n_embd);
+        dispatch("matmul_coopmat", {dt, 16u, 16u, 1u}, &cp, sizeof cp, u32((n_embd + 127) / 128),
+                 tiles, 1, {hg, lists, route}, {ys});
+    } else {
+        dp.y = ys.address;
+        dp.flags = kWeighted | kLists;
+        dispatch("moe_q8", {dt, kRowsWorkgroup, kPrefillSlots, 0u}, &dp, sizeof dp,
+                 u32(n_embd / kRowsPerWorkgroup), u32(n_local), 1, {hq, route, lists}, {ys});
+    }
     const uint64_t n_out = uint64_t(T * n_embd), groups = (n_out + 255) / 256;
     const SlotSumPush sp{ys.address,  route.address, y.address,   u32(int64_t(n_out)),
                          u32(n_embd), u32(k),        u32(n.i[0]), u32(n_local)};
     dispatch("moe_slot_sum", {}, &sp, sizeof sp, split_x(groups), 1, split_z(groups), {ys, route},
              {y});
     return true;
-}
-
-// Prefill on cooperative matrices (matmul_coopmat.comp MOE), after moe_lists.comp listed the
-// tiles: gate and up of the tokens' f32 rows, the gated activation (f32; its q8 copy unused),
-// down of it (weighted), the slots' sum.
-void VulkanBackend::record_moe_coopmat(const Graph& g, const Node& n, const MoeQ8Layout& l,
-                                       const Ref& lists) {
-    const WeightDesc &gw = weight_desc(g, n.src[2]), &dw = weight_desc(g, n.src[4]);
-    const uint32_t gt = shader_type(g, n.src[2]), dt = shader_type(g, n.src[4]);
-    const int64_t T = g.tensor(n.out).rows(), k = g.tensor(n.src[1]).cols() / 2, n_slots = T * k;
-    const int64_t n_embd = gw.ne[0], n_ff = gw.ne[1], n_local = gw.ne[2];
-    const uint64_t base = moe_h_.address, nh = uint64_t(n_slots * n_ff) * 4;
-    auto region = [&](uint64_t off, uint64_t size) { return Ref{kMoeId, base + off, off, size}; };
-    const Ref hg = region(0, nh), hu = region(l.hu, nh);
-    const Ref hq = region(l.hq, q8_act_bytes(uint64_t(n_slots * n_ff)));
-    const uint64_t hds = base + l.hq + q8_values_bytes(uint64_t(n_slots * n_ff));
-    const Ref ys = region(l.ys, uint64_t(n_slots * n_embd) * 4);
-    const Ref x = ref(g, n.src[0]), route = ref(g, n.src[1]), y = ref(g, n.out);
-    const Ref gate = ref(g, n.src[2]), up = ref(g, n.src[3]), down = ref(g, n.src[4]);
-    const auto tiles = u32(max_tiles(n_slots, n_local));
-    MoeCoopmatPush gp{};
-    gp.mat = MatPush{
-        gate.address,         x.address, hg.address, gate.address, u32(n_embd), u32(n_ff), u32(T),
-        weight_row_bytes(gw), 0u};
-    gp.lists = lists.address;
-    gp.route = route.address;
-    gp.w1 = up.address;
-    gp.y1 = hu.address;
-    gp.k = u32(k);
-    gp.per_token = 1;
-    gp.expert_bytes = u32(int64_t(weight_row_bytes(gw)) * n_ff);
-    gp.slots_at = u32(n_local + 1);
-    gp.tiles_at = u32(n_local + 1 + n_slots);
-    dispatch("matmul_coopmat", {gt, 16u, 16u, 1u}, &gp, sizeof gp, u32((n_ff + 127) / 128), tiles,
-             2, {x, lists}, {hg, hu});
-    record_quantize_q8(hg, hu, hg, hq, hds, uint64_t(n_slots * n_ff), gated_q8_op(n.i[1]));
-    MoeCoopmatPush dp = gp;
-    dp.mat = MatPush{
-        down.address, hg.address,           ys.address, down.address, u32(n_ff), u32(n_embd),
-        u32(n_slots), weight_row_bytes(dw), 0u};
-    dp.w1 = down.address;
-    dp.y1 = ys.address;
-    dp.per_token = 0;
-    dp.weighted = 1;
-    dp.expert_bytes = u32(int64_t(weight_row_bytes(dw)) * n_embd);
-    dispatch("matmul_coopmat", {dt, 16u, 16u, 1u}, &dp, sizeof dp, u32((n_embd + 127) / 128), tiles,
-             1, {hg, lists, route}, {ys});
-    const uint64_t n_out = uint64_t(T * n_embd), groups = (n_out + 255) / 256;
-    const SlotSumPush sp{ys.address,  route.address, y.address,   u32(int64_t(n_out)),
-                         u32(n_embd), u32(k),        u32(n.i[0]), u32(n_local)};
-    dispatch("moe_slot_sum", {}, &sp, sizeof sp, split_x(groups), 1, split_z(groups), {ys, route},
-             {y});
 }
 
 }  // namespace tandem::vk

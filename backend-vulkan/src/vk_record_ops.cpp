@@ -172,27 +172,28 @@ bool VulkanBackend::flash_attention_coopmat(const Graph& g, const Node& n) {
     return false;
 }
 
-uint32_t VulkanBackend::tiled_k_groups(int64_t n_in, int64_t n_out, int64_t n_tok) {
+VulkanBackend::TiledSplit VulkanBackend::tiled_split(int64_t n_in, int64_t n_out, int64_t n_tok) {
     constexpr int64_t kSplitWorkgroups = 256;
     const int64_t groups = n_in / 32, wgs = ((n_out + 63) / 64) * ((n_tok + 63) / 64);
     const int64_t splits = std::min((kSplitWorkgroups + wgs - 1) / wgs, groups / 4);
-    if (wgs * 2 > kSplitWorkgroups || splits < 2) return u32(groups);
-    return u32((groups + splits - 1) / splits);
+    if (wgs * 2 > kSplitWorkgroups || splits < 2) return {u32(groups), 1};
+    const int64_t k_groups = (groups + splits - 1) / splits;
+    return {u32(k_groups), u32((groups + k_groups - 1) / k_groups)};
 }
 
 void VulkanBackend::ensure_split_buffer(const Graph& g) {
+    if (!matmul_split_) return;
     uint64_t need = 0;
     for (const Node& n : g.nodes()) {
-        if (n.op != Op::MatMul || !matmul_split_) continue;
+        if (n.op != Op::MatMul) continue;
         const WeightDesc& w = weight_desc(g, n.src[0]);
         const int64_t T = g.tensor(n.src[1]).rows();
         const MatmulPlan plan = plan_matmul(w, T);
         // (A cooperative-matrix plan whose check fails turns tiled while recording; with no
         // room here it runs unsplit.)
         if (!plan.tiled || plan.coopmat) continue;
-        const uint32_t kg = tiled_k_groups(w.ne[0], w.ne[1], T);
-        const uint64_t splits = (uint64_t(w.ne[0] / 32) + kg - 1) / kg;
-        if (splits > 1) need = std::max(need, splits * uint64_t(T * w.ne[1]) * 4);
+        const TiledSplit split = tiled_split(w.ne[0], w.ne[1], T);
+        if (split.splits > 1) need = std::max(need, split.splits * uint64_t(T * w.ne[1]) * 4);
     }
     if (need <= split_buf_.size) return;
     vkDeviceWaitIdle(ctx_->device());
@@ -645,11 +646,10 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                 dispatch("matmul_coopmat", {shader_type(g, n.src[0])}, &p, sizeof p,
                          u32((w.ne[1] + 127) / 128), u32((T + 63) / 64), 1, {x}, {y});
             } else if (plan.tiled) {
-                p.k_groups = tiled_k_groups(w.ne[0], w.ne[1], T);
-                const uint32_t splits = u32((w.ne[0] / 32 + p.k_groups - 1) / p.k_groups);
+                const TiledSplit split = tiled_split(w.ne[0], w.ne[1], T);
+                const uint32_t splits = split.splits;
                 const uint64_t n_y = uint64_t(T * w.ne[1]);
                 if (splits == 1 || splits * n_y * 4 > split_buf_.size) {  // unsplit
-                    p.k_groups = 0;
                     dispatch("matmul_tiled", {shader_type(g, n.src[0])}, &p, sizeof p,
                              u32((w.ne[1] + 63) / 64), u32((T + 63) / 64), 1, {x}, {y});
                     break;
@@ -659,6 +659,7 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                 MatPush pp = p;
                 pp.y = parts.address;
                 pp.has_bias = 0;
+                pp.k_groups = split.k_groups;
                 dispatch("matmul_tiled", {shader_type(g, n.src[0])}, &pp, sizeof pp,
                          u32((w.ne[1] + 63) / 64), u32((T + 63) / 64), splits, {x}, {parts});
                 const SplitSumPush sp{parts.address, p.bias, y.address, u32(int64_t(n_y)),

@@ -371,11 +371,8 @@ TEST(HipSpeedPaths, Q8InputReusedThenRequantisedAfterItChanges) {
 }
 
 TEST(HipSpeedPaths, Q8SwitchedOffKeepsF32Activations) {
-    ::setenv("TANDEM_HIP_Q8", "0", 1);
-    auto hip = hip_backend();
-    ::unsetenv("TANDEM_HIP_Q8");
-    if (!hip)
-        GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
+    const ScopedEnv off("TANDEM_HIP_Q8", "0");
+    TANDEM_HIP_OR_SKIP(hip);
     expect_f32_activations(*hip, kQ8Types, 1e-10);
 }
 
@@ -549,16 +546,11 @@ TEST(HipSpeedPaths, MatvecAddNormFoldedIntoTheMatvecsAfterIt) {
 // The expert FFN over q8 activations (hip_moe_q8.hip): expect_moe_q8_paths, prefill on the
 // int8-dot kernels (the matrix units off: MoeMmaPrefillAgainstF16Reference takes them).
 TEST(HipSpeedPaths, MoeQ8PrefillMatchesDecodeAndElementWise) {
-    ::setenv("TANDEM_HIP_MMA", "0", 1);
-    auto hip = hip_backend();
-    ::unsetenv("TANDEM_HIP_MMA");
-    if (!hip)
-        GTEST_SKIP() << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
+    const ScopedEnv int8_prefill("TANDEM_HIP_MMA", "0");
+    TANDEM_HIP_OR_SKIP(hip);
     expect_moe_q8_paths(*hip, [] {
-        ::setenv("TANDEM_HIP_MOE_Q8", "0", 1);
-        auto off = hip_backend();
-        ::unsetenv("TANDEM_HIP_MOE_Q8");
-        return off;
+        const ScopedEnv off("TANDEM_HIP_MOE_Q8", "0");
+        return hip_backend();
     });
 }
 
@@ -567,9 +559,11 @@ TEST(HipSpeedPaths, MoeMmaPrefillAgainstF16Reference) {
     TANDEM_HIP_OR_SKIP(hip);
     if (!hip->device().f16_prefill_matmul)
         GTEST_SKIP() << "no matrix-unit prefill on this device: " << hip->device().notes;
-    ::setenv("TANDEM_HIP_MMA", "0", 1);
-    auto int8 = hip_backend();
-    ::unsetenv("TANDEM_HIP_MMA");
+    std::unique_ptr<Backend> int8;
+    {
+        const ScopedEnv off("TANDEM_HIP_MMA", "0");
+        int8 = hip_backend();
+    }
     ASSERT_TRUE(int8);
     expect_moe_f16_prefill(*hip, *int8);
 }

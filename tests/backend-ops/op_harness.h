@@ -51,6 +51,14 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
     return v;
 }
 
+// Sets an environment variable (the GPU backends read their switches when created) and removes
+// it when the scope ends.
+struct ScopedEnv {
+    std::string name;
+    ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+    ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
 // Normalised mean squared error of out against ref: sum (o-r)^2 / sum r^2.
 inline double nmse(const std::vector<float>& out, const std::vector<double>& ref) {
     double num = 0, den = 0;

@@ -26,14 +26,6 @@ inline std::unique_ptr<Backend> vulkan_backend() {
     GTEST_SKIP() << "no Vulkan backend (plugin not built or no Vulkan driver; " \
                     "Debian: mesa-vulkan-drivers for lavapipe)"
 
-// Sets an environment variable (the backend reads its tuning switches when created) and
-// removes it when the scope ends.
-struct ScopedEnv {
-    std::string name;
-    ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-    ~ScopedEnv() { unsetenv(name.c_str()); }
-};
-
 // Builds the graph on `g` for backend `b` (weights are uploaded through g) and returns the
 // output it fills.
 using OpBuilder = std::function<void(OpGraph& g, Backend& b, std::vector<float>& out)>;
