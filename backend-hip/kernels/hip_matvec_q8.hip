@@ -341,10 +341,21 @@ constexpr int q8_block_groups() {
     return file_type(T) == DType::Q4_K || T == kQ6_KR ? 2 : 4;
 }
 
-template <DType T, int TM, int R, bool Norm>
-void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
-                           const float2* xds, int n_tok, hipStream_t s) {
+// Rows too short for a block's threads (a 2048-input row of repacked Q4_0 or Q8_0 has 64 items,
+// half a 128-thread block: Qwen3-30B-A3B's q/k/v and LM head, Llama 3.2 1B's matvecs): two lane
+// groups, so every thread has an item and the grid twice the blocks' loads in flight.
+// TANDEM_HIP_Q8_GROUPS = 4 keeps the type's groups, for tuning.
+template <DType T>
+int q8_groups_for(int n_in) {
     constexpr int G = q8_block_groups<T>();
+    if (const char* v = std::getenv("TANDEM_HIP_Q8_GROUPS"); v && std::atoi(v) == 4) return G;
+    const int items = n_in / Q8Dot<T>::kWeights * Q8Dot<T>::kItems;
+    return G == 4 && items < G * kLaneGroup ? 2 : G;
+}
+
+template <DType T, int TM, int R, bool Norm, int G>
+void matvec_q8_launch_groups(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
+                             const float2* xds, int n_tok, hipStream_t s) {
     const int64_t rows = parts_rows(parts);
     const dim3 grid(static_cast<unsigned>((rows + R - 1) / R)), block(G * kLaneGroup);
     if (parts.rope.cs)
@@ -353,6 +364,16 @@ void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const
     else
         TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8<type_id(T), TM, R, false, Norm, G>), grid, block, 0,
                                  s, parts, stride, n_in, xq, xds, n_tok);
+}
+
+template <DType T, int TM, int R, bool Norm>
+void matvec_q8_launch_norm(const Q8Parts& parts, int64_t stride, int n_in, const int8_t* xq,
+                           const float2* xds, int n_tok, hipStream_t s) {
+    constexpr int G = q8_block_groups<T>();
+    if (G == 4 && q8_groups_for<T>(n_in) == 2)
+        matvec_q8_launch_groups<T, TM, R, Norm, 2>(parts, stride, n_in, xq, xds, n_tok, s);
+    else
+        matvec_q8_launch_groups<T, TM, R, Norm, G>(parts, stride, n_in, xq, xds, n_tok, s);
 }
 
 // The norm's scale only for decode token counts (launch_matvec_q8_resid_norm's), so the longer

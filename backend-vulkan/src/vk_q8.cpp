@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "tandem/backend/collective.h"
 #include "tandem/backend/fusion.h"
@@ -126,11 +128,24 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
 // item in registers), subgroup sums (its reduction), subgroups of at least `rows` invocations
 // (its shared array). Not Q8_0, whose 34 weight bytes per 32 meet only 34 bytes of
 // activations: sharing them lost 2 % on the H200 (8B tg128 276 against 283 tok/s).
-// Repacked Q6_K's 64-weight items: fewer in a row than a workgroup's invocations under 8192
-// inputs, so the shared split would leave the rest idle; the per-row split keeps them all
-// (q8_shares, q8_rows_for).
+// Rows of fewer items (q8_items.glsl's items_per_row) than a workgroup's invocations: repacked
+// Q6_K's 64-weight items under 8192 inputs, 32-weight items under 4096 (a 2048-input row of
+// Q4_0 or a K-quant: Qwen3-30B-A3B's q/k/v and LM head, Llama 3.2 1B's matvecs). The shared
+// split would leave the rest idle; the per-row split at 8 rows keeps them all (q8_shares,
+// q8_rows_for; qkv_rope_plan takes the same rows). Not Q8_0, which never shares: at 2048 inputs
+// its 64 invocations a row (2 rows) already have an item each, and 8 rows gained nothing (H200,
+// Llama 3.2 1B Q8_0 tg128 1092 against 1101). TANDEM_VK_Q8_FEW=0 limits it to repacked Q6_K,
+// for tuning.
 bool VulkanBackend::few_items_per_row(uint32_t type, int64_t n_in) {
-    return type == repacked_type_id(DType::Q6_K) && n_in / 64 < kQ8Workgroup;
+    const bool q6r = type == repacked_type_id(DType::Q6_K);
+    static const bool all = [] {
+        const char* v = std::getenv("TANDEM_VK_Q8_FEW");
+        return !v || std::string(v) != "0";
+    }();
+    if (!q6r && (!all || type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0)))
+        return false;
+    const int64_t items = type == uint32_t(DType::Q6_K) ? n_in / 16 : q6r ? n_in / 64 : n_in / 32;
+    return items < kQ8Workgroup;
 }
 
 bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n_in) const {
@@ -233,8 +248,11 @@ bool VulkanBackend::qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) cons
     const auto tq = rope_table_.find(m->rope_q), tk = rope_table_.find(m->rope_k);
     if (tq == rope_table_.end() || tk == rope_table_.end() || tq->second != tk->second)
         return false;
-    // Whole pairs per workgroup; NeoX f16 words need two adjacent pairs' halves.
-    const uint32_t rows = std::max<uint32_t>(q8_rows_, m->neox && m->cache_f16 ? 4 : 2);
+    // Whole pairs per workgroup; NeoX f16 words need two adjacent pairs' halves. At least the
+    // rows a plain q/k/v dispatch takes (q8_rows_for), so both sum in one order: the same bits.
+    const int64_t n_in = g.tensor(m->q->src[1]).cols();
+    const uint32_t rows =
+        q8_rows_for(shader_type(g, m->q->src[0]), n_in, m->neox && m->cache_f16 ? 4 : 2);
     if (m->head_dim % int32_t(rows) != 0) return false;
     // The table's offset in io_ in 256-byte units (io slots are kIoAlign-aligned) above the
     // head_dim and the two flags.
