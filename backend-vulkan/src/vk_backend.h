@@ -200,7 +200,7 @@ class VulkanBackend final : public Backend {
     bool qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const;
     bool q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n_in) const;
     uint32_t q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const;
-    static bool few_items_per_row(uint32_t type, int64_t n_in);
+    bool few_items_per_row(uint32_t type, int64_t n_in) const;
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);
@@ -333,6 +333,9 @@ class VulkanBackend final : public Backend {
     uint32_t q8_rows_ = 2;
     bool q8_rows_set_ = false;  // TANDEM_VK_Q8_ROWS given: every type takes q8_rows_
     bool q8_share_ = true;
+    // Rows of fewer items than a workgroup's invocations take the per-row split at 8 rows
+    // (few_items_per_row; TANDEM_VK_Q8_FEW=0: repacked Q6_K's only).
+    bool q8_few_ = true;
     // q/k/v's matvec ropes and stores into the KV cache itself (TANDEM_VK_QKV_ROPE=0: off).
     bool q8_rope_ = true;
     std::unique_ptr<Context> ctx_;

@@ -5,8 +5,6 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
 #include "tandem/backend/collective.h"
 #include "tandem/backend/fusion.h"
@@ -134,15 +132,12 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
 // split would leave the rest idle; the per-row split at 8 rows keeps them all (q8_shares,
 // q8_rows_for; qkv_rope_plan takes the same rows). Not Q8_0, which never shares: at 2048 inputs
 // its 64 invocations a row (2 rows) already have an item each, and 8 rows gained nothing (H200,
-// Llama 3.2 1B Q8_0 tg128 1092 against 1101). TANDEM_VK_Q8_FEW=0 limits it to repacked Q6_K,
-// for tuning.
-bool VulkanBackend::few_items_per_row(uint32_t type, int64_t n_in) {
+// Llama 3.2 1B Q8_0 tg128 1092 against 1101). q8_few_ off (TANDEM_VK_Q8_FEW=0) limits it to
+// repacked Q6_K, for tuning.
+bool VulkanBackend::few_items_per_row(uint32_t type, int64_t n_in) const {
     const bool q6r = type == repacked_type_id(DType::Q6_K);
-    static const bool all = [] {
-        const char* v = std::getenv("TANDEM_VK_Q8_FEW");
-        return !v || std::string(v) != "0";
-    }();
-    if (!q6r && (!all || type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0)))
+    if (!q6r &&
+        (!q8_few_ || type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0)))
         return false;
     const int64_t items = type == uint32_t(DType::Q6_K) ? n_in / 16 : q6r ? n_in / 64 : n_in / 32;
     return items < kQ8Workgroup;
