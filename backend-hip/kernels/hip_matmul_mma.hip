@@ -5,6 +5,7 @@
 #include <hip/hip_runtime.h>
 #endif
 #include <cstdint>
+#include <string>
 
 #include "hip_blocks.h"
 #include "hip_mma.h"
@@ -17,25 +18,39 @@ namespace {
 constexpr int kRows = kMmaTileRows, kToks = kMmaTileToks, kThreads = kMmaTileThreads;
 
 // Two blocks an SM / CU (128 registers a thread on NVIDIA): one block's staging overlaps the
-// other's products. Block (row tile, token tile): tokens n0.. of x.
-template <uint32_t TypeId>
+// other's products. Block (row tile, token tile): tokens n0.. of x (f32, or f16 with kMmaX16).
+template <uint32_t TypeId, int Mode>
 __global__ void __launch_bounds__(kThreads, 2)
-    k_mat_mul_mma(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_out, const float* x,
+    k_mat_mul_mma(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_out, const void* x,
                   int64_t n_tok, const float* bias, float* out) {
 #if TANDEM_MMA_KIND != 0
     constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     const int64_t m0 = int64_t(blockIdx.x) * kRows, n0 = int64_t(blockIdx.y) * kToks;
-    const float* xrow[2];
+    const int64_t row_bytes = n_in * ((Mode & kMmaX16) ? 2 : 4);
+    const void* xrow[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int64_t t = n0 + mma_tile_token(int(threadIdx.x), r);
-        xrow[r] = t < n_tok ? x + t * n_in : nullptr;
+        xrow[r] = t < n_tok ? static_cast<const uint8_t*>(x) + t * row_bytes : nullptr;
     }
-    mma_tile<T>(w, n_in, row_stride, n_out, m0, xrow, [&](int64_t o, int tok, float v) {
+    mma_tile<T, Mode>(w, n_in, row_stride, n_out, m0, xrow, [&](int64_t o, int tok, float v) {
         const int64_t t = n0 + tok;
         if (t < n_tok) out[t * n_out + o] = v + (bias ? bias[o] : 0.0f);
     });
 #endif
+}
+
+// y[i] = x[i] as f16 bits, saturated at +-65504 and rounded to nearest (what the tiles do to an
+// f32 activation), 8 values a thread.
+__global__ void k_to_f16(const float4* x, uint4* y, int64_t n8) {
+    const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= n8) return;
+    const float4 a = x[2 * i], b = x[2 * i + 1];
+    const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    float c[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) c[e] = fminf(fmaxf(v[e], -65504.0f), 65504.0f);
+    y[i] = pack8_half(c);
 }
 
 // What the device's own compilation of this file got (TANDEM_MMA_KIND of its architecture).
@@ -43,12 +58,36 @@ __global__ void k_mma_kind(int* out) {
     *out = TANDEM_MMA_KIND;
 }
 
+template <DType T, int Mode>
+void launch_mode(dim3 grid, const uint8_t* w, int64_t n_in, int64_t stride, int64_t n_out,
+                 const void* x, int64_t n_tok, const float* bias, float* out, hipStream_t s) {
+    auto* kernel = k_mat_mul_mma<type_id(T), Mode>;  // (a name with a comma: not a macro argument)
+    hipLaunchKernelGGL(kernel, grid, dim3(kThreads), 0, s, w, n_in, stride, n_out, x, n_tok, bias,
+                       out);
+}
+
 template <DType T>
 void launch_as(dim3 grid, const uint8_t* w, int64_t n_in, int64_t stride, int64_t n_out,
-               const float* x, int64_t n_tok, const float* bias, float* out, hipStream_t s) {
-    if constexpr (T != DType::F32 && T != DType::BF16)  // refused by the caller
-        hipLaunchKernelGGL(k_mat_mul_mma<type_id(T)>, grid, dim3(kThreads), 0, s, w, n_in, stride,
-                           n_out, x, n_tok, bias, out);
+               const float* x, const MmaInputs& in, int64_t n_tok, const float* bias, float* out,
+               hipStream_t s) {
+    const uint16_t* x16 = in.x16;
+    if constexpr (T != DType::F32 && T != DType::BF16) {  // refused by the caller
+        if constexpr (T == kQ4_0R || T == kQ8_0R) {
+            if (in.f32_decode) {
+                if (x16)
+                    launch_mode<T, kMmaX16 | kMmaF32Decode>(grid, w, n_in, stride, n_out, x16,
+                                                            n_tok, bias, out, s);
+                else
+                    launch_mode<T, kMmaF32Decode>(grid, w, n_in, stride, n_out, x, n_tok, bias, out,
+                                                  s);
+                return;
+            }
+        }
+        if (x16)
+            launch_mode<T, kMmaX16>(grid, w, n_in, stride, n_out, x16, n_tok, bias, out, s);
+        else
+            launch_mode<T, 0>(grid, w, n_in, stride, n_out, x, n_tok, bias, out, s);
+    }
 }
 
 }  // namespace
@@ -83,11 +122,24 @@ bool mma_matmul_takes(DType type) {
     return type != DType::F32 && type != DType::BF16;
 }
 
+void launch_to_f16(const float* x, int64_t n, uint16_t* y, hipStream_t s) {
+    launch_require(x && y && n >= 0 && n % 8 == 0 && aligned(x, 16) && aligned(y, 16), "to_f16",
+                   std::to_string(n) + " values (whole 8s, 16-byte aligned)");
+    const int64_t n8 = n / 8, blocks = (n8 + 255) / 256;
+    if (blocks == 0) return;
+    launch_require(blocks <= kMaxGridX, "to_f16", std::to_string(n) + " values");
+    hipLaunchKernelGGL(k_to_f16, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, s,
+                       reinterpret_cast<const float4*>(x), reinterpret_cast<uint4*>(y), n8);
+}
+
 bool launch_mat_mul_mma(DType kind, const void* w, int64_t n_in, int64_t n_out, const float* x,
-                        int64_t n_tok, const float* bias, float* out, hipStream_t s) {
+                        int64_t n_tok, const float* bias, float* out, hipStream_t s,
+                        const MmaInputs& given) {
     const DType type = file_type(kind);
     if (!mma_matmul_takes(type)) return false;
     if (n_tok < 1 || n_out < 1 || n_in < 32 || n_in % 32 != 0 || !aligned(x, 16)) return false;
+    MmaInputs in = given;
+    if (in.x16 && !aligned(in.x16, 16)) in.x16 = nullptr;
     const int64_t gx = (n_out + kRows - 1) / kRows, gy = (n_tok + kToks - 1) / kToks;
     if (gx > kMaxGridX || gy > kMaxGridY) return false;
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
@@ -97,7 +149,7 @@ bool launch_mat_mul_mma(DType kind, const void* w, int64_t n_in, int64_t n_out, 
     visit_weight_layout(kind, [&](auto P) {
         constexpr DType T = decltype(P)::value;
         if (!rows_aligned<T>(w, stride)) return;
-        launch_as<T>(grid, wb, n_in, stride, n_out, x, n_tok, bias, out, s);
+        launch_as<T>(grid, wb, n_in, stride, n_out, x, in, n_tok, bias, out, s);
         ok = true;
     });
     return ok;

@@ -9,7 +9,9 @@
 // the waves then multiply their part of the tile (wave32: 8 waves of 32 rows x 32 tokens;
 // wave64: 4 of 64 x 32) in 16 x 16 x 16 fragments. Weights and activations are rounded to f16,
 // the sums stay f32 (the Vulkan backend's matmul_coopmat.comp does the same); activations beyond
-// f16's range saturate at +-65504.
+// f16's range saturate at +-65504. Mode bits: kMmaX16, the activation rows are f16 already
+// (launch_to_f16: one 16-byte load for 8 where the f32 rows take two and a conversion);
+// kMmaF32Decode, repacked Q4_0 / Q8_0 through f32 like the other types (else group_f16).
 #include <cstdint>
 
 #include "hip_blocks.h"
@@ -18,6 +20,7 @@
 namespace tandem::hip {
 
 inline constexpr int kMmaTileRows = 128, kMmaTileToks = 64, kMmaTileThreads = 256;
+inline constexpr int kMmaX16 = 1, kMmaF32Decode = 2;  // mma_tile's Mode bits
 
 // Activation rows of the tile thread tid loads: tokens (tid + 256 r) / 8 for r = 0, 1.
 __device__ inline int mma_tile_token(int tid, int r) {
@@ -25,16 +28,56 @@ __device__ inline int mma_tile_token(int tid, int r) {
 }
 
 #if TANDEM_MMA_KIND != 0  // this device compilation has matrix units
+
+__device__ inline uint32_t half2_bits(__half2 h) {
+    uint32_t u;
+    __builtin_memcpy(&u, &h, 4);
+    return u;
+}
+__device__ inline __half2 bits_half2(uint32_t u) {
+    __half2 h;
+    __builtin_memcpy(&h, &u, 4);
+    return h;
+}
+
+// A repacked Q4_0 / Q8_0 group (its Raw: 16 / 32 quant bytes, d) as 32 f16 in tile order. Each
+// pair of weights: two bytes side by side (__byte_perm), their nibbles or int8s made 1024 + q
+// by the f16 exponent bits, less 1032 / 1152 (exact), times d (rounded once: the bits of d * q
+// in f32 rounded to f16, as the f32 decode then pack8_half). ~5 instructions a pair, where the
+// f32 decode spends ~5 a weight (8B pp512 +5 % on the H200, Q4_0 and Q8_0).
+template <DType T>
+__device__ inline void group_f16(const typename Blocks<T>::Raw& r, uint4* dst) {
+    const __half2 d2 = __float2half2_rn(r.d);
+    uint32_t o[16];
+#pragma unroll
+    for (int m = 0; m < 16; ++m) {
+        // weight 2m, 2m + 1: Q4_0 bytes 2m % 16 .. (low nibbles for m < 8, then high); Q8_0 2m..
+        const uint32_t sel = m % 2 ? 0x4342u : 0x4140u;
+        uint32_t t;
+        if constexpr (T == kQ4_0R)
+            t = ((__byte_perm(r.q[(m % 8) / 2], 0, sel) >> (m >= 8 ? 4 : 0)) & 0x000F000Fu);
+        else
+            t = __byte_perm(r.q[m / 2], 0, sel) ^ 0x00800080u;
+        const __half2 off = __float2half2_rn(T == kQ4_0R ? 1032.0f : 1152.0f);
+        o[m] = half2_bits(__hmul2(__hsub2(bits_half2(t | 0x64006400u), off), d2));
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+        dst[c] = make_uint4(o[4 * c], o[4 * c + 1], o[4 * c + 2], o[4 * c + 3]);
+}
 __device__ inline float to_f16_range(float v) {
     return fminf(fmaxf(v, -65504.0f), 65504.0f);
 }
 
-// xrow[r]: the activation row of token mma_tile_token(tid, r) (n_in floats, 16-byte aligned),
-// or null where the tile has no such token (zeros). store(o, tok, v) for every row o < n_rows
-// of the tile and every token 0..63 (the caller drops the tokens it does not have).
-template <DType T, class Store>
+// xrow[r]: the activation row of token mma_tile_token(tid, r) (n_in floats, or halves with
+// kMmaX16; 16-byte aligned), or null where the tile has no such token (zeros). store(o, tok, v)
+// for every row o < n_rows of the tile and every token 0..63 (the caller drops the tokens it
+// does not have).
+template <DType T, int Mode, class Store>
 __device__ inline void mma_tile(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_rows,
-                                int64_t m0, const float* const (&xrow)[2], Store&& store) {
+                                int64_t m0, const void* const (&xrow)[2], Store&& store) {
+    constexpr bool kX16 = (Mode & kMmaX16) != 0;
+    constexpr bool kHalfDecode = (Mode & kMmaF32Decode) == 0 && (T == kQ4_0R || T == kQ8_0R);
     constexpr int kRows = kMmaTileRows, kToks = kMmaTileToks, kThreads = kMmaTileThreads;
     constexpr int kStepK = 64;
     constexpr int kLd = kStepK + 8;  // halves a padded tile row: 144 bytes
@@ -58,7 +101,8 @@ __device__ inline void mma_tile(const uint8_t* w, int64_t n_in, int64_t row_stri
     // products of the step before, measured 3 % slower on the H200 (session 20).
     Group32<T> group;
     bool group_live = false;
-    float4 xr[2][2];
+    [[maybe_unused]] float4 xr[2][2];  // f32 rows
+    [[maybe_unused]] uint4 xh[2];      // kX16 rows
     auto load_step = [&](int64_t k0) {
         const int64_t k = k0 + 32 * my_half;
         group_live = k < n_in;
@@ -67,17 +111,32 @@ __device__ inline void mma_tile(const uint8_t* w, int64_t n_in, int64_t row_stri
         for (int r = 0; r < 2; ++r) {
             const int c = (tid + kThreads * r) % 8;
             const int64_t col = k0 + 8 * c;
-            xr[r][0] = xr[r][1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (xrow[r] && col < n_in) {
-                const auto* p = reinterpret_cast<const float4*>(xrow[r] + col);
-                xr[r][0] = p[0], xr[r][1] = p[1];
+            if constexpr (kX16) {
+                xh[r] = make_uint4(0, 0, 0, 0);
+                if (xrow[r] && col < n_in)
+                    xh[r] = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(xrow[r]) +
+                                                            col);
+            } else {
+                xr[r][0] = xr[r][1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                if (xrow[r] && col < n_in) {
+                    const auto* p =
+                        reinterpret_cast<const float4*>(static_cast<const float*>(xrow[r]) + col);
+                    xr[r][0] = p[0], xr[r][1] = p[1];
+                }
             }
         }
     };
     for (int64_t k0 = 0; k0 < n_in; k0 += kStepK) {
         load_step(k0);
-        {
-            auto* dst = reinterpret_cast<uint4*>(ws + my_row * kLd + 32 * my_half);
+        auto* dst = reinterpret_cast<uint4*>(ws + my_row * kLd + 32 * my_half);
+        if constexpr (kHalfDecode) {
+            if (group_live) {
+                group_f16<T>(group.raw, dst);
+            } else {
+#pragma unroll
+                for (int c = 0; c < 4; ++c) dst[c] = make_uint4(0, 0, 0, 0);
+            }
+        } else {
             float v[32];
             if (group_live) {
                 group.decode(v);
@@ -91,6 +150,10 @@ __device__ inline void mma_tile(const uint8_t* w, int64_t n_in, int64_t row_stri
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const int i = tid + kThreads * r, tok = i / 8, c = i % 8;
+            if constexpr (kX16) {
+                *reinterpret_cast<uint4*>(xs + tok * kLd + 8 * c) = xh[r];
+                continue;
+            }
             const float4 a = xr[r][0], b = xr[r][1];
             const float v[8] = {to_f16_range(a.x), to_f16_range(a.y), to_f16_range(a.z),
                                 to_f16_range(a.w), to_f16_range(b.x), to_f16_range(b.y),

@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(kMmaTileThreads, 2) k_moe_mma(MoeMma m) {
     const int e = m.tiles[1 + 2 * j], base = m.offsets[e] + m.tiles[2 + 2 * j];
     const int live = min(kMmaTileToks, m.offsets[e + 1] - base);  // slots in this tile
     const int part = int(blockIdx.z);
-    const float* xrow[2];
+    const void* xrow[2];  // f32 rows
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int tok = mma_tile_token(int(threadIdx.x), r);
@@ -34,12 +34,12 @@ __global__ void __launch_bounds__(kMmaTileThreads, 2) k_moe_mma(MoeMma m) {
         xrow[r] = tok < live ? m.x + (m.per_token ? slot / m.k : slot) * m.n_in : nullptr;
     }
     float* out = m.out[part];
-    mma_tile<T>(m.w[part] + int64_t(e) * m.rows * m.stride, m.n_in, m.stride, m.rows,
-                int64_t(blockIdx.x) * kMmaTileRows, xrow, [&](int64_t o, int tok, float v) {
-                    if (tok >= live) return;
-                    const int64_t slot = m.slots[base + tok];
-                    out[slot * m.rows + o] = m.weighted ? v * m.route[2 * slot + 1] : v;
-                });
+    mma_tile<T, 0>(m.w[part] + int64_t(e) * m.rows * m.stride, m.n_in, m.stride, m.rows,
+                   int64_t(blockIdx.x) * kMmaTileRows, xrow, [&](int64_t o, int tok, float v) {
+                       if (tok >= live) return;
+                       const int64_t slot = m.slots[base + tok];
+                       out[slot * m.rows + o] = m.weighted ? v * m.route[2 * slot + 1] : v;
+                   });
 #endif
 }
 

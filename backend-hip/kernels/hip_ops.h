@@ -43,9 +43,15 @@ void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows
 // weights and activations to f16; the backend sets it where the kernel passed its check.
 // split_scratch (split_floats floats, or null): room where the tiled kernel may sum parts of the
 // inputs apart when its grid is too small for the device (mat_mul_split_floats() says how much).
+// How the matrix-unit prefill reads its inputs (the same bits every way).
+struct MmaInputs {
+    const uint16_t* x16 = nullptr;  // x as f16 (launch_to_f16), read instead of x; or null
+    bool f32_decode = false;        // repacked Q4_0 / Q8_0 through f32 (else straight to f16)
+};
 void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
                     int64_t n_tok, const float* bias, float* out, hipStream_t s, bool mma = false,
-                    float* split_scratch = nullptr, uint64_t split_floats = 0);
+                    float* split_scratch = nullptr, uint64_t split_floats = 0,
+                    const MmaInputs& mma_in = {});
 // Floats of split scratch the tiled kernel would use for this shape (0: it runs unsplit).
 uint64_t mat_mul_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok);
 // Fast paths of launch_mat_mul (hip_matmul.hip). Each returns false, enqueueing nothing, for a
@@ -61,7 +67,11 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
 // instruction the device's compilation got (0: none, the kernel is empty there);
 // mma_kind_name() says it in words.
 bool launch_mat_mul_mma(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
-                        int64_t n_tok, const float* bias, float* out, hipStream_t s);
+                        int64_t n_tok, const float* bias, float* out, hipStream_t s,
+                        const MmaInputs& in = {});
+// y[i] = x[i] as f16 bits (saturated at +-65504, round to nearest: what the matrix-unit tiles
+// make of an f32 activation); n a multiple of 8, both 16-byte aligned.
+void launch_to_f16(const float* x, int64_t n, uint16_t* y, hipStream_t s);
 // The weight types (file types) launch_mat_mul_mma takes at all.
 bool mma_matmul_takes(DType type);
 int mma_kind(int device);

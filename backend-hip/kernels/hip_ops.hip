@@ -362,7 +362,7 @@ void launch_get_rows(DType kind, const void* table, int64_t n_in, int64_t n_rows
 
 void launch_mat_mul(DType kind, const void* w, int64_t n_in, int64_t n_out, const float* x,
                     int64_t n_tok, const float* bias, float* out, hipStream_t s, bool mma,
-                    float* split_scratch, uint64_t split_floats) {
+                    float* split_scratch, uint64_t split_floats, const MmaInputs& mma_in) {
     launch_require(w && x && out, "mat_mul", "null tensor");
     const DType type = file_type(kind);  // kind: the layout the kernels read (hip_packed.h)
     launch_require(weight_type_supported(type), "mat_mul",
@@ -380,7 +380,7 @@ void launch_mat_mul(DType kind, const void* w, int64_t n_in, int64_t n_out, cons
     if (n_tok <= kMatvecMaxTokens && launch_matvec(kind, w, n_in, n_out, x, n_tok, bias, out, s))
         return;
     if (n_tok > kMatvecMaxTokens && mma &&
-        launch_mat_mul_mma(kind, w, n_in, n_out, x, n_tok, bias, out, s))
+        launch_mat_mul_mma(kind, w, n_in, n_out, x, n_tok, bias, out, s, mma_in))
         return;
     if (n_tok > kMatvecMaxTokens && launch_mat_mul_tiled(kind, w, n_in, n_out, x, n_tok, bias, out,
                                                          s, split_scratch, split_floats))

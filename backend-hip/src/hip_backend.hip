@@ -59,6 +59,8 @@ class HipBackend final : public Backend {
         repack_ = env_switch("TANDEM_HIP_REPACK", 1) != 0;
         moe_q8_ = env_switch("TANDEM_HIP_MOE_Q8", 1) != 0;
         moe_mma_ = env_switch("TANDEM_HIP_MOE_MMA", 1) != 0;
+        mma_x16_ = env_switch("TANDEM_HIP_MMA_X16", 1) != 0;
+        mma_f32_decode_ = env_switch("TANDEM_HIP_MMA_F16DQ", 1) == 0;
         matmul_split_ = env_switch("TANDEM_HIP_MATMUL_SPLIT", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
         mma_prefill_ = env_switch("TANDEM_HIP_MMA", 1) != 0 && mma_prefill_passes();
@@ -152,7 +154,7 @@ class HipBackend final : public Backend {
     // revisions of backend.h; -Wno-inconsistent-missing-override keeps both building.)
     virtual uint64_t other_bytes() const {
         return io_dev_.size() + moe_scratch_.size() + attn_scratch_.size() + q8_scratch_.size() +
-               q8_alt_.size() + norm_ss_.size() + split_scratch_.size();
+               q8_alt_.size() + norm_ss_.size() + split_scratch_.size() + x16_scratch_.size();
     }
     // Bytes/s read + written by one large device-to-device copy (hipMemcpy D2D, 1 GiB or a
     // quarter of the free memory), measured once: decode's yardstick.
@@ -243,6 +245,13 @@ class HipBackend final : public Backend {
     DeviceBuffer attn_scratch_;   // split decode attention: merge tickets, then the partials
     DeviceBuffer q8_scratch_;     // decode matvec input quantised to int8 blocks
     DeviceBuffer split_scratch_;  // the tiled matmul's split-input parts (mat_mul_split_floats)
+    // A prefill matmul's input as f16 (launch_to_f16) for the matrix-unit kernel: converted once
+    // for the matmuls that share it (q/k/v, gate/up), where each of their tiles converted its
+    // own f32 rows (8B pp512 +9 % on the H200, Q4_0); x16_src_ is what it holds, like q8_src_.
+    DeviceBuffer x16_scratch_;
+    const float* x16_src_ = nullptr;
+    int64_t x16_rows_ = 0, x16_cols_ = 0;
+    const uint16_t* f16_input(const float* x, int64_t rows, int64_t n_in);
     // Rope (cos, sin) tables of the step being enqueued (rope_table): kRopeTables slots of
     // [kMatvecMaxTokens, kRopeTableHalf] float2, and what each holds.
     static constexpr int kRopeTables = 4;
@@ -313,6 +322,9 @@ class HipBackend final : public Backend {
     // The q8 path's prefill experts on the matrix units where mma_prefill_ is on
     // (TANDEM_HIP_MOE_MMA=0: the int8-dot kernels; TANDEM_HIP_MMA=0 turns both off).
     bool moe_mma_ = true;
+    bool mma_x16_ = true;  // TANDEM_HIP_MMA_X16=0: the tiles convert their own f32 rows
+    // TANDEM_HIP_MMA_F16DQ=0: repacked Q4_0 / Q8_0 through f32 in the tiles (the same bits)
+    bool mma_f32_decode_ = false;
     bool matmul_split_ = true;  // TANDEM_HIP_MATMUL_SPLIT=0: the tiled matmul never splits
     // Prefill matmuls and attention on the matrix units (TANDEM_HIP_MMA=0: the f32 tiles), where
     // the device's compilation has them and each passed its check.
@@ -500,6 +512,7 @@ void HipBackend::enqueue_step(const Graph& g) {
     check(hipMemcpyAsync(io_dev_.data(), pinned, in_end_, hipMemcpyHostToDevice, stream_),
           "copying step inputs");
     q8_src_ = nullptr;
+    x16_src_ = nullptr;
     pending_ = {};
     uses_ = tensor_uses(g);
     rope_keys_.clear();
@@ -690,7 +703,8 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
                     " scratch bytes, " + std::to_string(scratch_.size()) + " reserved");
     map_host_weights();
     // Every node is checked, and the backend's own buffers sized, before anything is enqueued.
-    uint64_t moe_floats = 0, collective_floats = 0, attn_floats = 0, q8_bytes = 0, split_floats = 0;
+    uint64_t moe_floats = 0, collective_floats = 0, attn_floats = 0, q8_bytes = 0, split_floats = 0,
+             x16_bytes = 0;
     for (const Node& n : g.nodes()) {
         check_node(g, n);
         if (n.op == Op::MoeFfn)
@@ -703,6 +717,9 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
             split_floats = std::max(split_floats, mat_mul_split_floats(g.tensor(n.src[0]).ne[0],
                                                                        g.tensor(n.src[0]).ne[1],
                                                                        g.tensor(n.src[1]).rows()));
+        if (n.op == Op::MatMul && mma_x16_ && g.tensor(n.src[1]).rows() > kMatvecMaxTokens &&
+            mma_takes(weight_of(g, n.src[0]).desc.type))
+            x16_bytes = std::max(x16_bytes, uint64_t(g.tensor(n.src[1]).n_elements()) * 2);
         if (n.op == Op::MatMul && q8_enabled_) {
             const GraphTensor& x = g.tensor(n.src[1]);
             const Weight& wt = weight_of(g, n.src[0]);
@@ -723,6 +740,10 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
         moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
     if (split_floats * sizeof(float) > split_scratch_.size())
         split_scratch_ = DeviceBuffer(split_floats * sizeof(float));
+    if (x16_bytes > x16_scratch_.size()) {
+        drop_graphs();  // captured steps point at the old buffer
+        x16_scratch_ = DeviceBuffer(x16_bytes);
+    }
     if (attn_floats * sizeof(float) > attn_scratch_.size()) {
         attn_scratch_ = DeviceBuffer(attn_floats * sizeof(float));
         check(hipMemsetAsync(attn_scratch_.data(), 0, attention_zeroed_floats() * sizeof(float),
@@ -817,6 +838,9 @@ size_t HipBackend::run_at(const Graph& g, size_t at) {
         if (q8_src_ == pending_.y) q8_src_ = nullptr;
         pending_ = {};
     }
+    // Only consecutive prefill matmuls share x16_scratch_ (a decode one may be fused with
+    // nodes that write memory).
+    if (n.op != Op::MatMul || g.tensor(n.src[1]).rows() <= kMatvecMaxTokens) x16_src_ = nullptr;
     if (n.op != Op::MatMul) {
         // A node other than a matmul may write what q8_scratch_ was quantised from.
         q8_src_ = nullptr;
@@ -829,6 +853,15 @@ size_t HipBackend::run_at(const Graph& g, size_t at) {
         return k;
     run_node(g, g.nodes()[at]);
     return 1;
+}
+
+const uint16_t* HipBackend::f16_input(const float* x, int64_t rows, int64_t n_in) {
+    auto* y = reinterpret_cast<uint16_t*>(x16_scratch_.data());
+    if (x16_src_ == x && x16_rows_ == rows && x16_cols_ == n_in) return y;
+    if (uint64_t(rows * n_in) * 2 > x16_scratch_.size() || n_in % 8 != 0) return nullptr;
+    launch_to_f16(x, rows * n_in, y, stream_);
+    x16_src_ = x, x16_rows_ = rows, x16_cols_ = n_in;
+    return y;
 }
 
 void HipBackend::quantise_input(const float* x, int64_t rows, int64_t n_in) {
@@ -1206,10 +1239,15 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
                 }
             }
             if (pending_.y == x) materialise_norm();  // the f32 kernel reads the norm's output
+            const uint16_t* x16 = mma_x16_ && rows > kMatvecMaxTokens && mma_takes(w.desc.type)
+                                      ? f16_input(x, rows, n_in)
+                                      : nullptr;
             launch_mat_mul(w.kind, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
                            g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_, mma_prefill_,
                            reinterpret_cast<float*>(split_scratch_.data()),
-                           split_scratch_.size() / sizeof(float));
+                           split_scratch_.size() / sizeof(float), MmaInputs{x16, mma_f32_decode_});
+            // An output over the input would make the f16 copy stale.
+            if (y < x + rows * n_in && x < y + ne) x16_src_ = nullptr;
             break;
         }
         case Op::Rope:

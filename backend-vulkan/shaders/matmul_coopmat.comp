@@ -4,7 +4,10 @@
 // dequantises one 32-element weight group and packs two runs of 8 activations, as f16 into
 // shared memory; each of the 8 subgroups then multiplies its 32 rows x 32 tokens (2 x 2
 // fragments of 16 x 16, four 16-deep steps). Weights and activations are rounded to f16 (the
-// accumulation stays f32), so the host runs this kernel only for quantised and f16 weights.
+// accumulation stays f32; activations beyond f16's range saturate at +-65504, as HIP's tiles),
+// so the host runs this kernel only for quantised and f16 weights. The activations are read 16
+// bytes at a time (x 16-byte aligned: the host checks): f32 (clamped here), or with X16 f16 rows
+// to_f16.comp made (dense prefill; the clamp here cost 13 % of an 8B pp512 on the H200).
 //
 // Written against GL_NV_cooperative_matrix because Debian 12's glslang has no
 // GL_KHR_cooperative_matrix; the build rewrites the SPIR-V to SPV_KHR_cooperative_matrix
@@ -29,6 +32,11 @@ layout(constant_id = 0) const uint TYPE = 0;
 layout(constant_id = 1) const int A_ROWS = 16;
 layout(constant_id = 2) const int B_COLS = 16;
 layout(constant_id = 3) const uint MOE = 0;
+// 1: repacked Q4_0 groups decoded straight to f16 (dq_group_q4_0r_f16); 0: through f32 (the
+// same bits; TANDEM_VK_COOPMAT_F16DQ=0 picks it, for comparisons).
+layout(constant_id = 4) const uint F16_DECODE = 1;
+// 1: x holds f16 rows already (to_f16.comp, saturated), one 16-byte load for 8 values.
+layout(constant_id = 5) const uint X16 = 0;
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
@@ -60,6 +68,30 @@ uvec4 pack8(float a, float b, float c, float d, float e, float f, float g, float
 
 const uint NONE = 0xFFFFFFFFu;
 
+// Two weights of a repacked Q4_0 group as f16 bits: the low (shift 0) or high (4) nibbles of
+// bytes 2h, 2h + 1 of word a, made 1024 + q by the f16 exponent bits, less 1032 (exact), times d
+// (rounded once): the bits of d * (q - 8) in f32 rounded to f16, as dq_group then pack8 give.
+uint q4_pair_f16(uint a, uint h, uint shift, f16vec2 d2) {
+    const uint b = (h != 0u ? a >> 16 : a) >> shift;
+    const f16vec2 v = unpackFloat2x16((b & 0xFu) | ((b << 8) & 0xF0000u) | 0x64006400u);
+    return packFloat2x16((v - f16vec2(float16_t(1032.0))) * d2);
+}
+
+// Group g of a T_Q4_0R row at ro as 32 f16 in the tile's order (weight j < 16: the low nibble of
+// byte j, then the high nibbles): ~3 instructions a pair where dq_group and pack8 spend ~5 a
+// weight (8B pp512 +2-4 % on the H200; Q8_0's form measured 1-2 % slower, so it keeps dq_group).
+void dq_group_q4_0r_f16(Uints w, uint ro, uint g, out uvec4 o[4]) {
+    const uint sb = ro + (g >> 3) * 144u, blk = g & 7u;
+    const vec2 dd = unpackHalf2x16(w.v[(sb >> 2) + (blk >> 1)]);
+    const f16vec2 d2 = f16vec2(float16_t((blk & 1u) != 0u ? dd.y : dd.x));
+    const uvec4 q = Uvec4s(w).v[(sb + 16u + blk * 16u) >> 4];
+    uint r[16];
+    [[unroll]] for (uint m = 0u; m < 16u; ++m)
+        r[m] = q4_pair_f16(q[(m % 8u) / 2u], m % 2u, m >= 8u ? 4u : 0u, d2);
+    [[unroll]] for (uint c = 0u; c < 4u; ++c)
+        o[c] = uvec4(r[4u * c], r[4u * c + 1u], r[4u * c + 2u], r[4u * c + 3u]);
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     const uint m0 = gl_WorkGroupID.x * BM;
@@ -86,8 +118,13 @@ void main() {
     const uint n_groups = p.n_in / 32u;
     const uint my_row = tid % BM, my_half = tid / BM;  // the group this invocation dequantises
     for (uint g0 = 0u; g0 < n_groups; g0 += 2u) {
-        {
-            const uint g = g0 + my_half;
+        const uint g = g0 + my_half;
+        if (F16_DECODE != 0u && TYPE == T_Q4_0R) {
+            uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));
+            if (m0 + my_row < p.n_out && g < n_groups)
+                dq_group_q4_0r_f16(w, wbase + (m0 + my_row) * p.row_bytes, g, o);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[my_row * LDK4 + my_half * 4u + c] = o[c];
+        } else {
             float v[32];
             if (m0 + my_row < p.n_out && g < n_groups) {
                 dq_group(TYPE, w, wbase + (m0 + my_row) * p.row_bytes, g, v);
@@ -109,10 +146,17 @@ void main() {
                 t = slot == NONE ? NONE : (p.per_token != 0u ? slot / p.k : slot);
             }
             uvec4 q = uvec4(0u);
-            if ((MOE != 0u ? t != NONE : t < p.n_tok) && col < p.n_in) {
-                const uint at = t * p.n_in + col;
-                q = pack8(p.x.v[at], p.x.v[at + 1u], p.x.v[at + 2u], p.x.v[at + 3u],
-                          p.x.v[at + 4u], p.x.v[at + 5u], p.x.v[at + 6u], p.x.v[at + 7u]);
+            if (X16 != 0u) {
+                if (t < p.n_tok && col < p.n_in) q = Uvec4s(p.x).v[(t * p.n_in + col) / 8u];
+            } else if ((MOE != 0u ? t != NONE : t < p.n_tok) && col < p.n_in) {
+                // Two 16-byte loads (the host keeps x 16-byte aligned): eight 4-byte loads
+                // here had the H100 at 0.76x the pp512 (6140 against 8050 tok/s, Q4_0).
+                const uint at = (t * p.n_in + col) / 4u;
+                // Saturated at f16's largest finite value (as HIP's tiles): packHalf2x16 makes
+                // an activation beyond it inf, and the row's outputs inf or NaN.
+                const vec4 a = clamp(Vec4s(p.x).v[at], -65504.0, 65504.0),
+                           b = clamp(Vec4s(p.x).v[at + 1u], -65504.0, 65504.0);
+                q = pack8(a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
             }
             xt[tok * LDK4 + c] = q;
         }

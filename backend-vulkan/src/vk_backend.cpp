@@ -106,6 +106,7 @@ VulkanBackend::~VulkanBackend() {
     ctx_->destroy(attn_part_);
     ctx_->destroy(q8_buf_);
     ctx_->destroy(split_buf_);
+    ctx_->destroy(x16_buf_);
     pipelines_.reset();
 }
 
@@ -419,6 +420,7 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     ensure_q8_buffer(g);
     ensure_moe_buffer(g);
     ensure_split_buffer(g);
+    ensure_x16_buffer(g);
     CachedStep* rec = cache ? new_cached(key) : nullptr;
     pool_ = rec ? &rec->cbs : &cbs_;
     barriers_ = 0;
@@ -426,6 +428,7 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
     try {
         const size_t n_nodes = g.nodes().size();
         q8_src_ = 0;
+        x16_src_ = 0;
         q8_alt_ = false;
         pending_norm_ = PendingNorm{};
         done_.assign(n_nodes, false);
@@ -438,7 +441,8 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
                 pending_norm_ = PendingNorm{};
             }
             if (n.op != Op::MatMul) {
-                q8_src_ = 0;  // it may write what q8_buf_ was quantised from
+                q8_src_ = 0;   // it may write what q8_buf_ was quantised from
+                x16_src_ = 0;  // or what x16_buf_ was made from
                 if (pending_norm_.id != kNoTensor &&
                     std::find(n.src.begin(), n.src.end(), pending_norm_.id) != n.src.end())
                     materialise_norm();

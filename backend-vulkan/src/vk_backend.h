@@ -19,7 +19,7 @@ namespace tandem::vk {
 
 // Buffer ids for hazard tracking; weights are never written, so they never need a barrier.
 inline constexpr int kScratchId = 0, kIoId = 1, kMoeId = 2, kCollectiveId = 3, kAttnPartId = 4,
-                     kQ8Id = 5, kSplitId = 6, kKvId0 = 16, kWeightId0 = 1 << 20;
+                     kQ8Id = 5, kSplitId = 6, kX16Id = 7, kKvId0 = 16, kWeightId0 = 1 << 20;
 // Split-K attention's merge tickets (token x head block) at the front of attn_part_, zeroed when
 // it is made and left zero by every dispatch; the partials follow.
 inline constexpr uint64_t kAttnTickets = 8192, kAttnTicketBytes = kAttnTickets * 4;
@@ -236,6 +236,16 @@ class VulkanBackend final : public Backend {
     // against the f32 tiles (coopmat_check), then its pipeline must build; a failure (a driver
     // refusing or miscomputing the rewritten SPIR-V) turns the path off, logged.
     bool coopmat_pipeline_ok(uint32_t spec_type);
+    // matmul_coopmat's specialisation for weight type `spec_type` (moe: its MOE form).
+    // x16: its activations are f16 rows (to_f16.comp).
+    std::vector<uint32_t> coopmat_spec(uint32_t spec_type, bool moe, bool x16 = false) const {
+        return {spec_type, 16u, 16u, moe ? 1u : 0u, coopmat_f16_decode_ ? 1u : 0u, x16 ? 1u : 0u};
+    }
+    // A dense prefill matmul's input x [rows, n_in] as f16 in x16_buf_ (to_f16.comp), made
+    // unless it already holds it (x16_src_); {} where the buffer is too small.
+    Ref f16_input(const Ref& x, int64_t rows, int64_t n_in);
+    // Sizes x16_buf_ for the graph's cooperative-matrix matmuls (before recording).
+    void ensure_x16_buffer(const Graph& g);
     // "" when `shader`'s pipeline with `spec` builds, after `check` ran once (its first call,
     // tracked by `checked`) and found nothing; else why not. The cooperative-matrix kernels'
     // gate (the matmul and the prefill attention).
@@ -329,6 +339,12 @@ class VulkanBackend final : public Backend {
     // The q8 path's prefill experts on cooperative matrices where f16 prefill matmuls run
     // (TANDEM_VK_MOE_COOPMAT=0: moe_q8.comp; TANDEM_VK_COOPMAT=0 turns both off).
     bool moe_coopmat_ = true;
+    // matmul_coopmat decodes repacked Q4_0 straight to f16 (TANDEM_VK_COOPMAT_F16DQ=0: through
+    // f32, the same bits).
+    bool coopmat_f16_decode_ = true;
+    // Dense prefill matmuls on cooperative matrices read their input as f16 made once
+    // (TANDEM_VK_COOPMAT_X16=0: each tile converts the f32 rows itself, the same bits).
+    bool coopmat_x16_ = true;
     bool matmul_split_ = true;  // TANDEM_VK_MATMUL_SPLIT=0: the tiled matmul never splits
     uint32_t q8_rows_ = 2;
     bool q8_rows_set_ = false;  // TANDEM_VK_Q8_ROWS given: every type takes q8_rows_
@@ -363,9 +379,12 @@ class VulkanBackend final : public Backend {
     std::vector<Buffer> kv_;
     std::vector<KvDesc> kv_desc_;
     Buffer scratch_, io_, moe_h_, collective_buf_;
-    Buffer attn_part_;  // split-K attention partials (counted in other_bytes())
-    Buffer q8_buf_;     // decode matvec activations as int8 (counted in other_bytes())
-    Buffer split_buf_;  // the tiled matmul's split-input parts (counted in other_bytes())
+    Buffer attn_part_;      // split-K attention partials (counted in other_bytes())
+    Buffer q8_buf_;         // decode matvec activations as int8 (counted in other_bytes())
+    Buffer split_buf_;      // the tiled matmul's split-input parts (counted in other_bytes())
+    Buffer x16_buf_;        // a prefill matmul's input as f16 (f16_input; counted in other_bytes())
+    uint64_t x16_src_ = 0;  // the address x16_buf_ was made from while recording (0: none)
+    int64_t x16_rows_ = 0, x16_cols_ = 0;
     // What q8_buf_ holds while a step is recorded: the address of the input it quantises (0:
     // nothing usable), reset by every node that is not a MatMul.
     uint64_t q8_src_ = 0;

@@ -107,9 +107,10 @@ std::string VulkanBackend::coopmat_check() {
                 const MatPush p{wb.address, xb.address, yb.address + uint64_t(k) * y_bytes,
                                 wb.address, kIn,        kOut,
                                 kTok,       row,        0};
-                vkCmdBindPipeline(
-                    cb, VK_PIPELINE_BIND_POINT_COMPUTE,
-                    pipelines_->get(k == 0 ? "matmul_coopmat" : "matmul_tiled", {type}));
+                vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                  k == 0
+                                      ? pipelines_->get("matmul_coopmat", coopmat_spec(type, false))
+                                      : pipelines_->get("matmul_tiled", {type}));
                 vkCmdPushConstants(cb, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                    sizeof p, &p);
                 const uint32_t rows = k == 0 ? 128 : 64;

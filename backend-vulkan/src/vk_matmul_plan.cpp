@@ -79,8 +79,9 @@ std::string VulkanBackend::first_use_why_not(bool& checked,
 
 bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
     if (!coopmat_ok_) return false;
-    const std::string why = first_use_why_not(coopmat_checked_, [this] { return coopmat_check(); },
-                                              "matmul_coopmat", {spec_type});
+    const std::string why = first_use_why_not(
+        coopmat_checked_, [this] { return coopmat_check(); }, "matmul_coopmat",
+        coopmat_spec(spec_type, false));
     if (why.empty()) return true;
     coopmat_ok_ = false;
     info_.f16_prefill_matmul = false;
@@ -124,6 +125,9 @@ void VulkanBackend::read_tuning_env() {
     }
     if (const char* t = std::getenv("TANDEM_VK_TILED")) tiled_ok_ = std::string(t) != "0";
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT")) coopmat_ok_ = std::string(c) != "0";
+    if (const char* c = std::getenv("TANDEM_VK_COOPMAT_F16DQ"))
+        coopmat_f16_decode_ = std::string(c) != "0";
+    if (const char* c = std::getenv("TANDEM_VK_COOPMAT_X16")) coopmat_x16_ = std::string(c) != "0";
     info_.f16_prefill_matmul = tiled_ok_ && coopmat_ok_ && pd_.coopmat_f16;
     if (const char* f = std::getenv("TANDEM_VK_FLASH"); f && *f)
         flash_mode_ = std::clamp(std::atoi(f), 0, 2);

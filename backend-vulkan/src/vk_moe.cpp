@@ -102,6 +102,7 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
     // two matmuls below is one dispatch over them (gate and up of the tokens' f32 rows; down of
     // the gated rows, weighted).
     const bool coopmat = prefill && moe_coopmat_ && info_.f16_prefill_matmul &&
+                         x.address % 16 == 0 &&  // matmul_coopmat's 16-byte activation loads
                          coopmat_pipeline_ok(gt) && coopmat_pipeline_ok(dt);
     Ref lists{};
     if (prefill) {
@@ -131,7 +132,7 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
         cp.y1 = hu.address;
         cp.per_token = 1;
         cp.expert_bytes = u32(int64_t(weight_row_bytes(gw)) * n_ff);
-        dispatch("matmul_coopmat", {gt, 16u, 16u, 1u}, &cp, sizeof cp, u32((n_ff + 127) / 128),
+        dispatch("matmul_coopmat", coopmat_spec(gt, true), &cp, sizeof cp, u32((n_ff + 127) / 128),
                  tiles, 2, {x, lists}, {hg, hu});
     } else {
         record_quantize_q8(x, x, x, xq, xds, uint64_t(T * n_embd), 0);
@@ -178,8 +179,8 @@ bool VulkanBackend::record_moe_ffn_q8(const Graph& g, const Node& n) {
         cp.per_token = 0;
         cp.weighted = 1;
         cp.expert_bytes = u32(int64_t(weight_row_bytes(dw)) * n_embd);
-        dispatch("matmul_coopmat", {dt, 16u, 16u, 1u}, &cp, sizeof cp, u32((n_embd + 127) / 128),
-                 tiles, 1, {hg, lists, route}, {ys});
+        dispatch("matmul_coopmat", coopmat_spec(dt, true), &cp, sizeof cp,
+                 u32((n_embd + 127) / 128), tiles, 1, {hg, lists, route}, {ys});
     } else {
         dp.y = ys.address;
         dp.flags = kWeighted | kLists;

@@ -181,6 +181,37 @@ VulkanBackend::TiledSplit VulkanBackend::tiled_split(int64_t n_in, int64_t n_out
     return {u32(k_groups), u32((groups + k_groups - 1) / k_groups)};
 }
 
+void VulkanBackend::ensure_x16_buffer(const Graph& g) {
+    if (!coopmat_x16_) return;
+    uint64_t need = 0;
+    for (const Node& n : g.nodes()) {
+        if (n.op != Op::MatMul) continue;
+        const GraphTensor& x = g.tensor(n.src[1]);
+        if (plan_matmul(weight_desc(g, n.src[0]), x.rows()).coopmat)
+            need = std::max(need, uint64_t(x.n_elements()) * 2);
+    }
+    if (need <= x16_buf_.size) return;
+    vkDeviceWaitIdle(ctx_->device());
+    ctx_->destroy(x16_buf_);
+    ++generation_;
+    x16_buf_ = ctx_->create_device_buffer(need, "prefill activations as f16");
+}
+
+VulkanBackend::Ref VulkanBackend::f16_input(const Ref& x, int64_t rows, int64_t n_in) {
+    const uint64_t n = uint64_t(rows * n_in);
+    if (!coopmat_x16_ || n * 2 > x16_buf_.size || n_in % 8 != 0) return {};
+    const Ref y{kX16Id, x16_buf_.address, 0, n * 2};
+    if (x16_src_ == x.address && x16_rows_ == rows && x16_cols_ == n_in) return y;
+    struct {
+        uint64_t x, y;
+        uint32_t n8;
+    } p{x.address, y.address, u32(int64_t(n / 8))};
+    const uint64_t groups = (n / 8 + 255) / 256;
+    dispatch("to_f16", {}, &p, sizeof p, split_x(groups), 1, split_z(groups), {x}, {y});
+    x16_src_ = x.address, x16_rows_ = rows, x16_cols_ = n_in;
+    return y;
+}
+
 void VulkanBackend::ensure_split_buffer(const Graph& g) {
     if (!matmul_split_) return;
     uint64_t need = 0;
@@ -640,11 +671,18 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                       weight_row_bytes(w),
                       bias.buffer >= 0 ? 1u : 0u};
             MatmulPlan plan = plan_matmul(w, T);
-            if (plan.coopmat && !coopmat_pipeline_ok(shader_type(g, n.src[0])))
-                plan = plan_matmul(w, T);
+            // matmul_coopmat reads x 16 bytes at a time; the planner's offsets are 64-aligned.
+            if (plan.coopmat &&
+                (x.address % 16 != 0 || !coopmat_pipeline_ok(shader_type(g, n.src[0]))))
+                plan.coopmat = false;
             if (plan.coopmat) {
-                dispatch("matmul_coopmat", {shader_type(g, n.src[0])}, &p, sizeof p,
-                         u32((w.ne[1] + 127) / 128), u32((T + 63) / 64), 1, {x}, {y});
+                const Ref x16 = f16_input(x, T, w.ne[0]);
+                const bool half = x16.buffer == kX16Id;
+                if (half) p.x = x16.address;
+                dispatch("matmul_coopmat", coopmat_spec(shader_type(g, n.src[0]), false, half), &p,
+                         sizeof p, u32((w.ne[1] + 127) / 128), u32((T + 63) / 64), 1,
+                         {half ? x16 : x}, {y});
+                if (overlap(y, x)) x16_src_ = 0;  // x's memory holds y now
             } else if (plan.tiled) {
                 const TiledSplit split = tiled_split(w.ne[0], w.ne[1], T);
                 const uint32_t splits = split.splits;

@@ -360,6 +360,18 @@ TEST(HipSpeedPaths, MatrixUnitPrefill) {
     }
 }
 
+// The matrix-unit prefill's input forms: x converted to f16 once for the matmuls sharing it
+// (TANDEM_HIP_MMA_X16) and repacked Q4_0 / Q8_0 decoded straight to f16 (TANDEM_HIP_MMA_F16DQ)
+// give the bits of the tiles converting their own f32 rows and decoding through f32.
+TEST(HipSpeedPaths, PrefillInputFormsSameBits) {
+    TANDEM_HIP_OR_SKIP(fast);
+    if (!fast->device().f16_prefill_matmul)
+        GTEST_SKIP() << "no matrix-unit prefill on this device: " << fast->device().notes;
+    const ScopedEnv x16("TANDEM_HIP_MMA_X16", "0"), dq("TANDEM_HIP_MMA_F16DQ", "0");
+    TANDEM_HIP_OR_SKIP(f32_forms);
+    expect_prefill_input_forms_same_bits(*fast, *f32_forms);
+}
+
 TEST(HipSpeedPaths, Q8MatvecsSharingAnInputFused) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_q8_matvecs_sharing_an_input(*hip);

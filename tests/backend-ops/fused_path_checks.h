@@ -5,6 +5,7 @@
 // or the node before it (a norm, a gated activation) left it; a residual add fused with the
 // norm after it must leave both the sum and the norm right.
 #include <array>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -632,6 +633,54 @@ inline void expect_moe_q8_paths(Backend& b,
 // f32 -> f16 -> f32, saturating at f16's largest finite value (as the GPU kernels pack).
 inline float round_f16(float v) {
     return float(static_cast<_Float16>(std::fmax(-65504.0f, std::fmin(65504.0f, v))));
+}
+
+// Prefill matmuls on matrix units run by two backends of one kind that read their inputs in
+// different forms with the same arithmetic (`a`: f16 activations made once and shared, weights
+// decoded straight to f16; `b`: the f32 forms, switched by the caller): three matmuls of one
+// input (Q4_0, Q8_0, Q4_K: repacked or not), then one of x + x (the input made again), 40 and
+// 70 tokens, activations beyond f16's range. Equal bits, and each within the f32 sums' rounding
+// of a double sum over the f16-rounded weights and activations.
+inline void expect_prefill_input_forms_same_bits(Backend& a, Backend& b) {
+    const int64_t n_in = 512;
+    for (int64_t T : {int64_t(40), int64_t(70)}) {
+        auto x = random_floats(size_t(n_in * T), uint32_t(T), -3.0f, 3.0f);
+        x[7] = 1e6f, x[size_t(n_in) + 3] = -7e4f;  // saturate at +-65504 in every form
+        std::vector<QuantWeight> ws;
+        ws.emplace_back(DType::Q4_0, std::array<int64_t, 3>{n_in, 160, 1}, 1);
+        ws.emplace_back(DType::Q8_0, std::array<int64_t, 3>{n_in, 130, 1}, 2);
+        ws.emplace_back(DType::Q4_K, std::array<int64_t, 3>{n_in, 70, 1}, 3);
+        ws.emplace_back(DType::Q4_0, std::array<int64_t, 3>{n_in, 96, 1}, 4);
+        auto run = [&](Backend& be) {
+            std::vector<std::vector<float>> y(4);
+            std::vector<float> doubled;
+            OpGraph g;
+            const TensorId xt = g.input(x.data(), n_in, T);
+            for (size_t i = 0; i < 3; ++i)
+                g.node(Op::MatMul, g.output(y[i], ws[i].ne[1], T), {g.weight(be, ws[i]), xt});
+            const TensorId dt = g.output(doubled, n_in, T);
+            g.node(Op::Add, dt, {xt, xt});
+            g.node(Op::MatMul, g.output(y[3], ws[3].ne[1], T), {g.weight(be, ws[3]), dt});
+            g.run(be);
+            return y;
+        };
+        const auto ya = run(a), yb = run(b);
+        std::vector<float> x16(x.size()), x2(x.size());
+        for (size_t i = 0; i < x.size(); ++i)
+            x16[i] = round_f16(x[i]), x2[i] = round_f16(x[i] + x[i]);
+        for (size_t i = 0; i < 4; ++i) {
+            const std::string what = std::string(dtype_name(ws[i].type)) + " #" +
+                                     std::to_string(i) + " T=" + std::to_string(T);
+            ASSERT_EQ(ya[i].size(), yb[i].size()) << what;
+            for (size_t e = 0; e < ya[i].size(); ++e)
+                ASSERT_EQ(std::bit_cast<uint32_t>(ya[i][e]), std::bit_cast<uint32_t>(yb[i][e]))
+                    << what << " element " << e << ": " << ya[i][e] << " against " << yb[i][e];
+            QuantWeight w16 = ws[i];
+            for (float& v : w16.values) v = round_f16(v);
+            EXPECT_LT(reported_nmse(what, ya[i], ref_matmul(w16, i < 3 ? x16 : x2, T)), 1e-9)
+                << what;
+        }
+    }
 }
 
 // The expert FFN's prefill on matrix units (HIP hip_moe_mma.hip, Vulkan matmul_coopmat.comp

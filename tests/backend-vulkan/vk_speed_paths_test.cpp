@@ -370,6 +370,19 @@ TEST(VulkanSpeedPaths, CooperativeMatrixPrefillPassesItsCheck) {
     EXPECT_LT(nmse(y, ref_matmul(w, x, 70)), 1e-5);
 }
 
+// The cooperative-matrix prefill reads its input as f16 made once for the matmuls sharing it
+// (to_f16.comp; TANDEM_VK_COOPMAT_X16=0: each tile converts the f32 rows) and decodes repacked
+// Q4_0 straight to f16 (TANDEM_VK_COOPMAT_F16DQ=0: through f32): the same bits, activations
+// beyond f16's range saturated in both (fused_path_checks.h).
+TEST(VulkanSpeedPaths, PrefillInputFormsSameBits) {
+    TANDEM_VULKAN_OR_SKIP(fast);
+    if (!fast->device().f16_prefill_matmul)
+        GTEST_SKIP() << "no cooperative-matrix prefill on this device: " << fast->device().notes;
+    const ScopedEnv dq("TANDEM_VK_COOPMAT_F16DQ", "0"), x16("TANDEM_VK_COOPMAT_X16", "0");
+    TANDEM_VULKAN_OR_SKIP(f32_forms);
+    expect_prefill_input_forms_same_bits(*fast, *f32_forms);
+}
+
 // A Rope whose output the next node stores into the KV cache writes the cache rows itself (one
 // dispatch; fused_path_checks.h).
 TEST(VulkanSpeedPaths, RopeWritesTheKvCacheItself) {
