@@ -44,7 +44,7 @@ __device__ inline __half2 bits_half2(uint32_t u) {
 // pair of weights: two bytes side by side (__byte_perm), their nibbles or int8s made 1024 + q
 // by the f16 exponent bits, less 1032 / 1152 (exact), times d (rounded once: the bits of d * q
 // in f32 rounded to f16, as the f32 decode then pack8_half). ~5 instructions a pair, where the
-// f32 decode spends ~5 a weight (8B pp512 +5 % on the H200, Q4_0 and Q8_0).
+// f32 decode spends ~5 a weight (8B pp512 +4 % on the H200, Q4_0 and Q8_0).
 template <DType T>
 __device__ inline void group_f16(const typename Blocks<T>::Raw& r, uint4* dst) {
     const __half2 d2 = __float2half2_rn(r.d);
@@ -65,6 +65,7 @@ __device__ inline void group_f16(const typename Blocks<T>::Raw& r, uint4* dst) {
     for (int c = 0; c < 4; ++c)
         dst[c] = make_uint4(o[4 * c], o[4 * c + 1], o[4 * c + 2], o[4 * c + 3]);
 }
+
 __device__ inline float to_f16_range(float v) {
     return fminf(fmaxf(v, -65504.0f), 65504.0f);
 }
