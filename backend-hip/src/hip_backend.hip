@@ -252,6 +252,11 @@ class HipBackend final : public Backend {
     const float* x16_src_ = nullptr;
     int64_t x16_rows_ = 0, x16_cols_ = 0;
     const uint16_t* f16_input(const float* x, int64_t rows, int64_t n_in);
+    // Whether a matmul of `rows` tokens with weights of `type` reads its input from
+    // x16_scratch_ (the sizing before a step and run_node ask the same).
+    bool takes_x16(int64_t rows, DType type) const {
+        return mma_x16_ && rows > kMatvecMaxTokens && mma_takes(type);
+    }
     // Rope (cos, sin) tables of the step being enqueued (rope_table): kRopeTables slots of
     // [kMatvecMaxTokens, kRopeTableHalf] float2, and what each holds.
     static constexpr int kRopeTables = 4;
@@ -717,8 +722,8 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
             split_floats = std::max(split_floats, mat_mul_split_floats(g.tensor(n.src[0]).ne[0],
                                                                        g.tensor(n.src[0]).ne[1],
                                                                        g.tensor(n.src[1]).rows()));
-        if (n.op == Op::MatMul && mma_x16_ && g.tensor(n.src[1]).rows() > kMatvecMaxTokens &&
-            mma_takes(weight_of(g, n.src[0]).desc.type))
+        if (n.op == Op::MatMul &&
+            takes_x16(g.tensor(n.src[1]).rows(), weight_of(g, n.src[0]).desc.type))
             x16_bytes = std::max(x16_bytes, uint64_t(g.tensor(n.src[1]).n_elements()) * 2);
         if (n.op == Op::MatMul && q8_enabled_) {
             const GraphTensor& x = g.tensor(n.src[1]);
@@ -1239,9 +1244,7 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
                 }
             }
             if (pending_.y == x) materialise_norm();  // the f32 kernel reads the norm's output
-            const uint16_t* x16 = mma_x16_ && rows > kMatvecMaxTokens && mma_takes(w.desc.type)
-                                      ? f16_input(x, rows, n_in)
-                                      : nullptr;
+            const uint16_t* x16 = takes_x16(rows, w.desc.type) ? f16_input(x, rows, n_in) : nullptr;
             launch_mat_mul(w.kind, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
                            g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_, mma_prefill_,
                            reinterpret_cast<float*>(split_scratch_.data()),

@@ -205,12 +205,17 @@ void VulkanBackend::allocate_kv(const std::vector<KvDesc>& kv) {
     }
 }
 
-void VulkanBackend::reserve_scratch(uint64_t bytes) {
-    if (bytes <= scratch_.size) return;
+bool VulkanBackend::grow_device_buffer(Buffer& b, uint64_t bytes, const char* what) {
+    if (bytes <= b.size) return false;
     vkDeviceWaitIdle(ctx_->device());
-    ctx_->destroy(scratch_);
+    ctx_->destroy(b);
     ++generation_;
-    scratch_ = ctx_->create_device_buffer(bytes, "scratch");
+    b = ctx_->create_device_buffer(bytes, what);
+    return true;
+}
+
+void VulkanBackend::reserve_scratch(uint64_t bytes) {
+    grow_device_buffer(scratch_, bytes, "scratch");
 }
 
 void VulkanBackend::ensure_moe_buffer(const Graph& g) {
@@ -222,11 +227,7 @@ void VulkanBackend::ensure_moe_buffer(const Graph& g) {
         const auto l = moe_q8_layout(g, n);
         bytes = std::max(bytes, l ? l->end : uint64_t(slots * g.tensor(n.src[2]).ne[1]) * 4);
     }
-    if (bytes <= moe_h_.size) return;
-    vkDeviceWaitIdle(ctx_->device());
-    ctx_->destroy(moe_h_);
-    ++generation_;
-    moe_h_ = ctx_->create_device_buffer(bytes, "MoE expert activations");
+    grow_device_buffer(moe_h_, bytes, "MoE expert activations");
 }
 
 const WeightDesc& VulkanBackend::weight_desc(const Graph& g, TensorId id) const {

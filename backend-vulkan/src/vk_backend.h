@@ -246,6 +246,9 @@ class VulkanBackend final : public Backend {
     Ref f16_input(const Ref& x, int64_t rows, int64_t n_in);
     // Sizes x16_buf_ for the graph's cooperative-matrix matmuls (before recording).
     void ensure_x16_buffer(const Graph& g);
+    // Makes b a new device buffer of `bytes` where it is smaller (after the device is idle; the
+    // generation moves, so no recorded step keeps the old address). False: b was big enough.
+    bool grow_device_buffer(Buffer& b, uint64_t bytes, const char* what);
     // "" when `shader`'s pipeline with `spec` builds, after `check` ran once (its first call,
     // tracked by `checked`) and found nothing; else why not. The cooperative-matrix kernels'
     // gate (the matmul and the prefill attention).

@@ -105,12 +105,8 @@ void VulkanBackend::ensure_q8_buffer(const Graph& g) {
             need = std::max(need, q8_ref(x.cols(), x.rows()).size);
     }
     need = (std::max<uint64_t>(need, 32 << 10) + 255) / 256 * 256;
-    if (2 * need <= q8_buf_.size) return;
-    vkDeviceWaitIdle(ctx_->device());
-    ctx_->destroy(q8_buf_);
-    ++generation_;
-    q8_half_ = need;  // two regions: the quantisers' and matvec_q8 RESID's
-    q8_buf_ = ctx_->create_device_buffer(2 * need, "q8 activations");
+    if (grow_device_buffer(q8_buf_, 2 * need, "q8 activations"))
+        q8_half_ = need;  // two regions: the quantisers' and matvec_q8 RESID's
 }
 
 void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {

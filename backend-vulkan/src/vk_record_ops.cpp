@@ -190,11 +190,7 @@ void VulkanBackend::ensure_x16_buffer(const Graph& g) {
         if (plan_matmul(weight_desc(g, n.src[0]), x.rows()).coopmat)
             need = std::max(need, uint64_t(x.n_elements()) * 2);
     }
-    if (need <= x16_buf_.size) return;
-    vkDeviceWaitIdle(ctx_->device());
-    ctx_->destroy(x16_buf_);
-    ++generation_;
-    x16_buf_ = ctx_->create_device_buffer(need, "prefill activations as f16");
+    grow_device_buffer(x16_buf_, need, "prefill activations as f16");
 }
 
 VulkanBackend::Ref VulkanBackend::f16_input(const Ref& x, int64_t rows, int64_t n_in) {
@@ -226,11 +222,7 @@ void VulkanBackend::ensure_split_buffer(const Graph& g) {
         const TiledSplit split = tiled_split(w.ne[0], w.ne[1], T);
         if (split.splits > 1) need = std::max(need, split.splits * uint64_t(T * w.ne[1]) * 4);
     }
-    if (need <= split_buf_.size) return;
-    vkDeviceWaitIdle(ctx_->device());
-    ctx_->destroy(split_buf_);
-    ++generation_;
-    split_buf_ = ctx_->create_device_buffer(need, "split matmul parts");
+    grow_device_buffer(split_buf_, need, "split matmul parts");
 }
 
 void VulkanBackend::ensure_attention_partials(const Graph& g) {
@@ -242,14 +234,10 @@ void VulkanBackend::ensure_attention_partials(const Graph& g) {
                                                          uint64_t(n.i[0]) * S *
                                                          uint64_t(n.i[2] + 2) * sizeof(float));
     }
-    if (need <= attn_part_.size) return;
-    vkDeviceWaitIdle(ctx_->device());
-    ctx_->destroy(attn_part_);
-    ++generation_;
     // 1 MiB at least: an 8B model's decode needs 32 heads x 64 splits x 130 floats = 1.1 MB.
-    attn_part_ =
-        ctx_->create_device_buffer(std::max<uint64_t>(need, 1 << 20), "split-K attention partials");
-    ctx_->fill_zero(attn_part_);  // the merge tickets at its front start at zero
+    if (grow_device_buffer(attn_part_, std::max<uint64_t>(need, 1 << 20),
+                           "split-K attention partials"))
+        ctx_->fill_zero(attn_part_);  // the merge tickets at its front start at zero
 }
 
 // Up to three MatMul nodes from nodes[at] on that read the same activations with weights of one
