@@ -313,17 +313,19 @@ bool rows_aligned(const void* w, int64_t stride) {
 
 // Weights k..k+31 of a row (k a multiple of 32), in two halves: load() reads their bytes into
 // registers (one unit load where a unit holds all 32; the element-wise types keep the address),
-// decode() turns them into floats (the pieces by constant index, so the unit's registers stay
-// registers). Apart so a kernel issues all of a step's global loads (k_mat_mul_mma: these and its
-// activations) before it decodes any of them.
+// decode8() turns 8 of them into floats (the pieces by constant index, so the unit's registers
+// stay registers; 8 at a time, so a caller packing them to f16 keeps 8 floats live, not 32). Apart
+// so a kernel issues all of a step's global loads (k_mat_mul_mma: these and its activations) before
+// it decodes any of them.
 template <DType T, bool Fast = Blocks<T>::kFast>
 struct Group32 {
     const uint8_t* row = nullptr;
     int64_t k = 0;
     __device__ void load(const uint8_t* r, int64_t kk) { row = r, k = kk; }
-    __device__ void decode(float* w) const {
+    // Weights 8c .. 8c + 7 of the group.
+    __device__ void decode8(int c, float* w) const {
 #pragma unroll
-        for (int i = 0; i < 32; ++i) w[i] = load_weight<T>(row, k + i);
+        for (int i = 0; i < 8; ++i) w[i] = load_weight<T>(row, k + 8 * c + i);
     }
 };
 
@@ -337,14 +339,12 @@ struct Group32<T, true> {
         B::load(r, k / B::kWeights, raw);
         second = B::kWeights == 64 && k % 64 != 0;
     }
-    __device__ void decode(float* w) const {
-        if (!second) {
-#pragma unroll
-            for (int p = 0; p < 4; ++p) B::piece(raw, p, w + 8 * p);
-        } else {
-#pragma unroll
-            for (int p = 0; p < 4; ++p) B::piece(raw, (4 + p) % (B::kWeights / 8), w + 8 * p);
-        }
+    // Weights 8c .. 8c + 7 of the group.
+    __device__ void decode8(int c, float* w) const {
+        if (!second)
+            B::piece(raw, c, w);
+        else
+            B::piece(raw, (4 + c) % (B::kWeights / 8), w);
     }
 };
 

@@ -1,6 +1,6 @@
 // Prefill matmul on the matrix units (tensor cores, MFMA, WMMA; hip_mma.h): y[t, o] = W[o, :] .
-// x[t, :] (+ bias[o]) in tiles of 128 rows x 64 tokens, 256 threads a block (mma_tile,
-// hip_mma_tile.h).
+// x[t, :] (+ bias[o]) in tiles of 128 rows x 128 tokens (64 for steps of at most 64 tokens), 256
+// threads a block (mma_tile, hip_mma_tile.h).
 #if !defined(TANDEM_HIP_ON_CUDA)
 #include <hip/hip_runtime.h>
 #endif
@@ -18,22 +18,23 @@ namespace {
 constexpr int kRows = kMmaTileRows, kToks = kMmaTileToks, kThreads = kMmaTileThreads;
 
 // Two blocks an SM / CU (128 registers a thread on NVIDIA): one block's staging overlaps the
-// other's products. Block (row tile, token tile): tokens n0.. of x (f32, or f16 with kMmaX16).
-template <uint32_t TypeId, int Mode>
+// other's products. Block (row tile, token tile of Toks): tokens n0.. of x (f32, or f16 with
+// kMmaX16).
+template <uint32_t TypeId, int Mode, int Toks>
 __global__ void __launch_bounds__(kThreads, 2)
     k_mat_mul_mma(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_out, const void* x,
                   int64_t n_tok, const float* bias, float* out) {
 #if TANDEM_MMA_KIND != 0
     constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
-    const int64_t m0 = int64_t(blockIdx.x) * kRows, n0 = int64_t(blockIdx.y) * kToks;
+    const int64_t m0 = int64_t(blockIdx.x) * kRows, n0 = int64_t(blockIdx.y) * Toks;
     const int64_t row_bytes = n_in * ((Mode & kMmaX16) ? 2 : 4);
-    const void* xrow[2];
+    const void* xrow[Toks / 32];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < Toks / 32; ++r) {
         const int64_t t = n0 + mma_tile_token(int(threadIdx.x), r);
         xrow[r] = t < n_tok ? static_cast<const uint8_t*>(x) + t * row_bytes : nullptr;
     }
-    mma_tile<T, Mode>(w, n_in, row_stride, n_out, m0, xrow, [&](int64_t o, int tok, float v) {
+    mma_tile<T, Mode, Toks>(w, n_in, row_stride, n_out, m0, xrow, [&](int64_t o, int tok, float v) {
         const int64_t t = n0 + tok;
         if (t < n_tok) out[t * n_out + o] = v + (bias ? bias[o] : 0.0f);
     });
@@ -58,10 +59,23 @@ __global__ void k_mma_kind(int* out) {
     *out = TANDEM_MMA_KIND;
 }
 
+// Tiles of 128 tokens where the step has more than 64 (in.wide): each weight is dequantised once
+// per 128 tokens and each fragment loaded from shared memory meets twice the products. H200, 8B
+// pp512 (docs/hip.md, session 25): Q4_0 8460-8663 (64-token tiles) -> 9826-9839 tok/s, Q8_0 +18 %,
+// Q4_K +19 %; at most 64 tokens the narrower tile does no work on padding.
 template <DType T, int Mode>
 void launch_mode(dim3 grid, const uint8_t* w, int64_t n_in, int64_t stride, int64_t n_out,
-                 const void* x, int64_t n_tok, const float* bias, float* out, hipStream_t s) {
-    auto* kernel = k_mat_mul_mma<type_id(T), Mode>;  // (a name with a comma: not a macro argument)
+                 const void* x, int64_t n_tok, bool wide, const float* bias, float* out,
+                 hipStream_t s) {
+    // (kernel names with a comma: not macro arguments)
+    if (wide && n_tok > kToks) {
+        grid.y = static_cast<unsigned>((n_tok + 2 * kToks - 1) / (2 * kToks));
+        auto* kernel = k_mat_mul_mma<type_id(T), Mode, 2 * kToks>;
+        hipLaunchKernelGGL(kernel, grid, dim3(kThreads), 0, s, w, n_in, stride, n_out, x, n_tok,
+                           bias, out);
+        return;
+    }
+    auto* kernel = k_mat_mul_mma<type_id(T), Mode, kToks>;
     hipLaunchKernelGGL(kernel, grid, dim3(kThreads), 0, s, w, n_in, stride, n_out, x, n_tok, bias,
                        out);
 }
@@ -70,23 +84,23 @@ template <DType T>
 void launch_as(dim3 grid, const uint8_t* w, int64_t n_in, int64_t stride, int64_t n_out,
                const float* x, const MmaInputs& in, int64_t n_tok, const float* bias, float* out,
                hipStream_t s) {
-    const uint16_t* x16 = in.x16;
+    const void* xs = in.x16 ? static_cast<const void*>(in.x16) : x;
     if constexpr (T != DType::F32 && T != DType::BF16) {  // refused by the caller
         if constexpr (T == kQ4_0R || T == kQ8_0R) {
             if (in.f32_decode) {
-                if (x16)
-                    launch_mode<T, kMmaX16 | kMmaF32Decode>(grid, w, n_in, stride, n_out, x16,
-                                                            n_tok, bias, out, s);
+                if (in.x16)
+                    launch_mode<T, kMmaX16 | kMmaF32Decode>(grid, w, n_in, stride, n_out, xs, n_tok,
+                                                            in.wide, bias, out, s);
                 else
-                    launch_mode<T, kMmaF32Decode>(grid, w, n_in, stride, n_out, x, n_tok, bias, out,
-                                                  s);
+                    launch_mode<T, kMmaF32Decode>(grid, w, n_in, stride, n_out, xs, n_tok, in.wide,
+                                                  bias, out, s);
                 return;
             }
         }
-        if (x16)
-            launch_mode<T, kMmaX16>(grid, w, n_in, stride, n_out, x16, n_tok, bias, out, s);
+        if (in.x16)
+            launch_mode<T, kMmaX16>(grid, w, n_in, stride, n_out, xs, n_tok, in.wide, bias, out, s);
         else
-            launch_mode<T, 0>(grid, w, n_in, stride, n_out, x, n_tok, bias, out, s);
+            launch_mode<T, 0>(grid, w, n_in, stride, n_out, xs, n_tok, in.wide, bias, out, s);
     }
 }
 

@@ -61,6 +61,7 @@ class HipBackend final : public Backend {
         moe_mma_ = env_switch("TANDEM_HIP_MOE_MMA", 1) != 0;
         mma_x16_ = env_switch("TANDEM_HIP_MMA_X16", 1) != 0;
         mma_f32_decode_ = env_switch("TANDEM_HIP_MMA_F16DQ", 1) == 0;
+        if (const char* v = std::getenv("TANDEM_HIP_MMA_TOKS")) mma_wide_ = std::atoi(v) != 64;
         matmul_split_ = env_switch("TANDEM_HIP_MATMUL_SPLIT", 1) != 0;
         host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
         mma_prefill_ = env_switch("TANDEM_HIP_MMA", 1) != 0 && mma_prefill_passes();
@@ -330,6 +331,7 @@ class HipBackend final : public Backend {
     bool mma_x16_ = true;  // TANDEM_HIP_MMA_X16=0: the tiles convert their own f32 rows
     // TANDEM_HIP_MMA_F16DQ=0: repacked Q4_0 / Q8_0 through f32 in the tiles (the same bits)
     bool mma_f32_decode_ = false;
+    bool mma_wide_ = true;  // TANDEM_HIP_MMA_TOKS=64: the matrix-unit matmul in 64-token tiles only
     bool matmul_split_ = true;  // TANDEM_HIP_MATMUL_SPLIT=0: the tiled matmul never splits
     // Prefill matmuls and attention on the matrix units (TANDEM_HIP_MMA=0: the f32 tiles), where
     // the device's compilation has them and each passed its check.
@@ -1248,7 +1250,8 @@ void HipBackend::run_node(const Graph& g, const Node& n) {
             launch_mat_mul(w.kind, w.dev, w.desc.ne[0], w.desc.ne[1], f32(n.src[1]),
                            g.tensor(n.src[1]).rows(), opt_f32(n.src[2]), y, stream_, mma_prefill_,
                            reinterpret_cast<float*>(split_scratch_.data()),
-                           split_scratch_.size() / sizeof(float), MmaInputs{x16, mma_f32_decode_});
+                           split_scratch_.size() / sizeof(float),
+                           MmaInputs{x16, mma_f32_decode_, mma_wide_});
             // An output over the input would make the f16 copy stale.
             if (y < x + rows * n_in && x < y + ne) x16_src_ = nullptr;
             break;

@@ -1,13 +1,14 @@
 #version 450
 // Prefill matmul on cooperative matrices (tensor cores / WMMA): y[t, o] = W[o, :] . x[t, :]
-// (+ bias[o]) in tiles of 128 rows x 64 tokens. Per step of 64 inputs every invocation
-// dequantises one 32-element weight group and packs two runs of 8 activations, as f16 into
-// shared memory; each of the 8 subgroups then multiplies its 32 rows x 32 tokens (2 x 2
-// fragments of 16 x 16, four 16-deep steps). Weights and activations are rounded to f16 (the
-// accumulation stays f32; activations beyond f16's range saturate at +-65504, as HIP's tiles),
-// so the host runs this kernel only for quantised and f16 weights. The activations are read 16
-// bytes at a time (x 16-byte aligned: the host checks): f32 (clamped here), or with X16 f16 rows
-// to_f16.comp made (dense prefill; the clamp here cost 13 % of an 8B pp512 on the H200).
+// (+ bias[o]) in tiles of 128 rows x BN (64 or 128) tokens. Per step of 64 inputs every
+// invocation dequantises one 32-element weight group and packs BN / 32 runs of 8 activations, as
+// f16 into shared memory; each of the 8 subgroups then multiplies its 32 rows x BN / 2 tokens
+// (2 x BN / 32 fragments of 16 x 16, four 16-deep steps). Weights and activations are rounded
+// to f16 (the accumulation stays f32; activations beyond f16's range saturate at +-65504, as
+// HIP's tiles), so the host runs this kernel only for quantised and f16 weights. The activations
+// are read 16 bytes at a time (x 16-byte aligned: the host checks): f32 (clamped here), or with
+// X16 f16 rows to_f16.comp made (dense prefill; the clamp here cost 13 % of an 8B pp512 on the
+// H200).
 //
 // Written against GL_NV_cooperative_matrix because Debian 12's glslang has no
 // GL_KHR_cooperative_matrix; the build rewrites the SPIR-V to SPV_KHR_cooperative_matrix
@@ -37,6 +38,9 @@ layout(constant_id = 3) const uint MOE = 0;
 layout(constant_id = 4) const uint F16_DECODE = 1;
 // 1: x holds f16 rows already (to_f16.comp, saturated), one 16-byte load for 8 values.
 layout(constant_id = 5) const uint X16 = 0;
+// Tokens a tile: 64, or 128 for dense steps of more than 64 tokens (each weight dequantised once
+// per 128 tokens, each A fragment meeting twice the B fragments; MOE keeps 64, its lists' unit).
+layout(constant_id = 6) const uint BN = 64u;
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
@@ -46,8 +50,7 @@ layout(push_constant) uniform P {
     uint k; uint per_token; uint weighted; uint expert_bytes; uint slots_at; uint tiles_at;
 } p;
 
-// 64 tokens a tile: 128 measured 11 % slower on the H200 (8B Q4_0 pp512 3850 against 4330).
-const uint BM = 128u, BN = 64u, BK = 64u;
+const uint BM = 128u, BK = 64u;
 const uint WN = BN / 32u;        // 16-token fragments per subgroup (8 subgroups: 4 x 2)
 // Tiles as uvec4s of 8 halves (16-byte stores; the loads reinterpret them as f16). A padded
 // row is 9 of them, 144 bytes: the 8 rows a quarter-subgroup stores at once fill 32 banks.
@@ -163,15 +166,15 @@ void main() {
         barrier();
         [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
             MAT_A a[2];
-            MAT_B b[WN];
             [[unroll]] for (uint i = 0u; i < 2u; ++i)
                 coopMatLoadNV(a[i], ws, (sm + 16u * i) * LDK4 + kk / 8u, LDK4, false);
-            // B(k, n) = xt[n][k]: column-major with the token rows as columns.
-            [[unroll]] for (uint j = 0u; j < WN; ++j)
-                coopMatLoadNV(b[j], xt, (sn + 16u * j) * LDK4 + kk / 8u, LDK4, true);
-            [[unroll]] for (uint i = 0u; i < 2u; ++i)
-                [[unroll]] for (uint j = 0u; j < WN; ++j)
-                    acc[i][j] = coopMatMulAddNV(a[i], b[j], acc[i][j]);
+            [[unroll]] for (uint j = 0u; j < WN; ++j) {
+                // B(k, n) = xt[n][k]: column-major with the token rows as columns.
+                MAT_B b;
+                coopMatLoadNV(b, xt, (sn + 16u * j) * LDK4 + kk / 8u, LDK4, true);
+                [[unroll]] for (uint i = 0u; i < 2u; ++i)
+                    acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
+            }
         }
         barrier();
     }

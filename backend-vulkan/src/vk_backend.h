@@ -237,10 +237,16 @@ class VulkanBackend final : public Backend {
     // refusing or miscomputing the rewritten SPIR-V) turns the path off, logged.
     bool coopmat_pipeline_ok(uint32_t spec_type);
     // matmul_coopmat's specialisation for weight type `spec_type` (moe: its MOE form).
-    // x16: its activations are f16 rows (to_f16.comp).
-    std::vector<uint32_t> coopmat_spec(uint32_t spec_type, bool moe, bool x16 = false) const {
-        return {spec_type, 16u, 16u, moe ? 1u : 0u, coopmat_f16_decode_ ? 1u : 0u, x16 ? 1u : 0u};
+    // x16: its activations are f16 rows (to_f16.comp); toks: tokens a tile (64 or 128).
+    std::vector<uint32_t> coopmat_spec(uint32_t spec_type, bool moe, bool x16 = false,
+                                       uint32_t toks = 64) const {
+        return {spec_type,     16u, 16u, moe ? 1u : 0u, coopmat_f16_decode_ ? 1u : 0u,
+                x16 ? 1u : 0u, toks};
     }
+    // Tokens a tile of a dense cooperative-matrix matmul over n_tok tokens with `spec`
+    // (coopmat_spec's, toks left at 64): 128 past 64 tokens for repacked Q4_0 where the wide
+    // pipeline builds.
+    uint32_t coopmat_tile_toks(std::vector<uint32_t> spec, int64_t n_tok);
     // A dense prefill matmul's input x [rows, n_in] as f16 in x16_buf_ (to_f16.comp), made
     // unless it already holds it (x16_src_); {} where the buffer is too small.
     Ref f16_input(const Ref& x, int64_t rows, int64_t n_in);
@@ -348,6 +354,12 @@ class VulkanBackend final : public Backend {
     // Dense prefill matmuls on cooperative matrices read their input as f16 made once
     // (TANDEM_VK_COOPMAT_X16=0: each tile converts the f32 rows itself, the same bits).
     bool coopmat_x16_ = true;
+    // Dense cooperative-matrix matmuls of more than 64 tokens in tiles of 128 tokens
+    // (TANDEM_VK_COOPMAT_TOKS=64 keeps 64; so does a device whose shared memory is too small or
+    // whose driver refuses the wide pipeline).
+    bool coopmat_wide_ = true;
+    // TANDEM_VK_COOPMAT_TOKS=128: every weight type in the wide tiles, not repacked Q4_0 only.
+    bool coopmat_wide_all_ = false;
     bool matmul_split_ = true;  // TANDEM_VK_MATMUL_SPLIT=0: the tiled matmul never splits
     uint32_t q8_rows_ = 2;
     bool q8_rows_set_ = false;  // TANDEM_VK_Q8_ROWS given: every type takes q8_rows_

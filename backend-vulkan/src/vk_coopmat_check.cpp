@@ -18,7 +18,7 @@ namespace tandem::vk {
 
 namespace {
 // Matmul: rows and tokens past a tile each (128 x 64 for the cooperative matrices, 64 x 64 for
-// the tiles), inputs past one 64-input step.
+// the tiles; 70 tokens fill part of a 128-token tile too), inputs past one 64-input step.
 constexpr uint32_t kIn = 288, kOut = 160, kTok = 70;
 // Attention: GQA 2:1, 40 new tokens after 30 cached (two 64-row tiles a KV head, positions over
 // three 32-position tiles, the causal edge inside them).
@@ -102,23 +102,32 @@ std::string VulkanBackend::coopmat_check() {
         yb = ctx_->create_device_buffer(2 * y_bytes, "coopmat check outputs");
         ctx_->upload(wb, 0, w.data(), w.size());
         ctx_->upload(xb, 0, x.data(), x.size() * 4);
-        const double nmse = nmse_of_two(
-            [&](VkCommandBuffer cb, int k) {  // 0: cooperative matrices, 1: f32 tiles
-                const MatPush p{wb.address, xb.address, yb.address + uint64_t(k) * y_bytes,
-                                wb.address, kIn,        kOut,
-                                kTok,       row,        0};
-                vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE,
-                                  k == 0
-                                      ? pipelines_->get("matmul_coopmat", coopmat_spec(type, false))
-                                      : pipelines_->get("matmul_tiled", {type}));
-                vkCmdPushConstants(cb, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                                   sizeof p, &p);
-                const uint32_t rows = k == 0 ? 128 : 64;
-                vkCmdDispatch(cb, (kOut + rows - 1) / rows, (kTok + 63) / 64, 1);
-            },
-            yb, size_t(kTok) * kOut);
-        if (!(nmse < kMaxNmse))
-            why = "its results differ from the f32 tiles' (NMSE " + std::to_string(nmse) + ")";
+        // Both tile widths the dense prefill takes (coopmat_tile_toks).
+        for (const uint32_t toks : {64u, 128u}) {
+            if (toks == 128 && !coopmat_wide_) break;
+            const double nmse = nmse_of_two(
+                [&](VkCommandBuffer cb, int k) {  // 0: cooperative matrices, 1: f32 tiles
+                    const MatPush p{wb.address, xb.address, yb.address + uint64_t(k) * y_bytes,
+                                    wb.address, kIn,        kOut,
+                                    kTok,       row,        0};
+                    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE,
+                                      k == 0
+                                          ? pipelines_->get("matmul_coopmat",
+                                                            coopmat_spec(type, false, false, toks))
+                                          : pipelines_->get("matmul_tiled", {type}));
+                    vkCmdPushConstants(cb, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                                       sizeof p, &p);
+                    const uint32_t rows = k == 0 ? 128 : 64, cols = k == 0 ? toks : 64;
+                    vkCmdDispatch(cb, (kOut + rows - 1) / rows, (kTok + cols - 1) / cols, 1);
+                },
+                yb, size_t(kTok) * kOut);
+            if (!(nmse < kMaxNmse)) {
+                why = "its results (" + std::to_string(toks) +
+                      "-token tiles) differ from the f32 tiles' (NMSE " + std::to_string(nmse) +
+                      ")";
+                break;
+            }
+        }
     } catch (const Error& e) {
         why = e.what();
     }

@@ -9,6 +9,7 @@
 #include "tandem/common/log.h"
 #include "vk_backend.h"
 #include "vk_pipelines.h"
+#include "vk_repack.h"
 
 namespace tandem::vk {
 
@@ -17,7 +18,8 @@ constexpr int64_t kTiledMinTokens = 9;  // below this, matvec passes over the we
 constexpr uint32_t kSmallMatrixWorkgroups = 128;  // fewer at the default shape: a row each
 constexpr uint32_t kSmallMatrixWg = 128;
 constexpr uint32_t kTiledShared = 2 * 64 * 33 * 4;
-constexpr uint32_t kCoopmatShared = (128 + 64) * 9 * 16 + 8 * 256 * 4;  // matmul_coopmat.comp
+constexpr uint32_t kCoopmatShared = (128 + 64) * 9 * 16 + 8 * 256 * 4;       // matmul_coopmat.comp
+constexpr uint32_t kCoopmatWideShared = (128 + 128) * 9 * 16 + 8 * 256 * 4;  // its 128-token form
 
 uint32_t matvec_shared_bytes(uint32_t wg, uint32_t rows, uint32_t tok, uint32_t gpt = 2) {
     return tok * (wg / rows) * gpt * 33 * 4 + tok * wg * 4;  // matvec.comp: xs, red
@@ -90,6 +92,24 @@ bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
     return false;
 }
 
+uint32_t VulkanBackend::coopmat_tile_toks(std::vector<uint32_t> spec, int64_t n_tok) {
+    if (n_tok <= 64 || !coopmat_wide_) return 64;
+    // Repacked Q4_0 decoded straight to f16 only, unless asked for every type: H200, 8B pp512
+    // (docs/vulkan.md, session 25), Q4_0 +2-4 %, Q8_0 -4-9 %, Q4_K -1-3 % (their 32 decoded
+    // floats beside the tile's 64 sums).
+    const bool q4_0_f16 = spec[0] == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
+    if (!q4_0_f16 && !coopmat_wide_all_) return 64;
+    spec.back() = 128;
+    try {
+        pipelines_->get("matmul_coopmat", spec);
+    } catch (const Error& e) {
+        coopmat_wide_ = false;
+        log_info(std::string("vulkan: cooperative-matrix prefill in 64-token tiles: ") + e.what());
+        return 64;
+    }
+    return 128;
+}
+
 // Chooses the matvec kernel and shape for the device and reads TANDEM_VK_MATVEC ("wg,rows" or
 // "wg,rows,direct": workgroup size and rows per workgroup, powers of two with wg/rows >= 1;
 // direct 1/0 picks matvec_direct.comp or matvec.comp) and TANDEM_VK_TILED=0, for tuning runs.
@@ -128,6 +148,13 @@ void VulkanBackend::read_tuning_env() {
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT_F16DQ"))
         coopmat_f16_decode_ = std::string(c) != "0";
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT_X16")) coopmat_x16_ = std::string(c) != "0";
+    // Tiles of 128 tokens (coopmat_tile_toks): TANDEM_VK_COOPMAT_TOKS=64 never, =128 for every
+    // weight type.
+    coopmat_wide_ = pd_.max_shared_bytes >= kCoopmatWideShared;
+    if (const char* c = std::getenv("TANDEM_VK_COOPMAT_TOKS")) {
+        if (std::atoi(c) == 64) coopmat_wide_ = false;
+        coopmat_wide_all_ = std::atoi(c) == 128;
+    }
     info_.f16_prefill_matmul = tiled_ok_ && coopmat_ok_ && pd_.coopmat_f16;
     if (const char* f = std::getenv("TANDEM_VK_FLASH"); f && *f)
         flash_mode_ = std::clamp(std::atoi(f), 0, 2);

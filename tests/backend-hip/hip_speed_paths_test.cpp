@@ -369,7 +369,19 @@ TEST(HipSpeedPaths, PrefillInputFormsSameBits) {
         GTEST_SKIP() << "no matrix-unit prefill on this device: " << fast->device().notes;
     const ScopedEnv x16("TANDEM_HIP_MMA_X16", "0"), dq("TANDEM_HIP_MMA_F16DQ", "0");
     TANDEM_HIP_OR_SKIP(f32_forms);
-    expect_prefill_input_forms_same_bits(*fast, *f32_forms);
+    expect_prefill_forms_same_bits(*fast, *f32_forms);
+}
+
+// The matrix-unit matmul in 128-token tiles past 64 tokens (TANDEM_HIP_MMA_TOKS=64: 64 always)
+// gives the bits of the 64-token tiles: 70 tokens (one part-filled wide tile), 200 (a whole one
+// and a tail), 40 (64 in both).
+TEST(HipSpeedPaths, PrefillTileWidthsSameBits) {
+    TANDEM_HIP_OR_SKIP(wide);
+    if (!wide->device().f16_prefill_matmul)
+        GTEST_SKIP() << "no matrix-unit prefill on this device: " << wide->device().notes;
+    const ScopedEnv toks("TANDEM_HIP_MMA_TOKS", "64");
+    TANDEM_HIP_OR_SKIP(narrow);
+    expect_prefill_forms_same_bits(*wide, *narrow, {40, 70, 200});
 }
 
 TEST(HipSpeedPaths, Q8MatvecsSharingAnInputFused) {

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -635,15 +636,17 @@ inline float round_f16(float v) {
     return float(static_cast<_Float16>(std::fmax(-65504.0f, std::fmin(65504.0f, v))));
 }
 
-// Prefill matmuls on matrix units run by two backends of one kind that read their inputs in
-// different forms with the same arithmetic (`a`: f16 activations made once and shared, weights
-// decoded straight to f16; `b`: the f32 forms, switched by the caller): three matmuls of one
-// input (Q4_0, Q8_0, Q4_K: repacked or not), then one of x + x (the input made again), 40 and
-// 70 tokens, activations beyond f16's range. Equal bits, and each within the f32 sums' rounding
-// of a double sum over the f16-rounded weights and activations.
-inline void expect_prefill_input_forms_same_bits(Backend& a, Backend& b) {
+// Prefill matmuls on matrix units run by two backends of one kind that compute the same
+// arithmetic in different forms, switched by the caller (inputs: `a` with f16 activations made
+// once and shared, weights decoded straight to f16, `b` with the f32 forms; tiles: 128 tokens
+// against 64): three matmuls of one input (Q4_0, Q8_0, Q4_K: repacked or not), then one of x + x
+// (the input made again), at each token count (by default 40 and 70), activations beyond f16's
+// range. Equal bits, and each within the f32 sums' rounding of a double sum over the f16-rounded
+// weights and activations.
+inline void expect_prefill_forms_same_bits(Backend& a, Backend& b,
+                                           std::initializer_list<int64_t> tokens = {40, 70}) {
     const int64_t n_in = 512;
-    for (int64_t T : {int64_t(40), int64_t(70)}) {
+    for (int64_t T : tokens) {
         auto x = random_floats(size_t(n_in * T), uint32_t(T), -3.0f, 3.0f);
         x[7] = 1e6f, x[size_t(n_in) + 3] = -7e4f;  // saturate at +-65504 in every form
         std::vector<QuantWeight> ws;

@@ -380,7 +380,24 @@ TEST(VulkanSpeedPaths, PrefillInputFormsSameBits) {
         GTEST_SKIP() << "no cooperative-matrix prefill on this device: " << fast->device().notes;
     const ScopedEnv dq("TANDEM_VK_COOPMAT_F16DQ", "0"), x16("TANDEM_VK_COOPMAT_X16", "0");
     TANDEM_VULKAN_OR_SKIP(f32_forms);
-    expect_prefill_input_forms_same_bits(*fast, *f32_forms);
+    expect_prefill_forms_same_bits(*fast, *f32_forms);
+}
+
+// The cooperative-matrix matmul in 128-token tiles past 64 tokens (repacked Q4_0's default;
+// TANDEM_VK_COOPMAT_TOKS=128: every type) gives the bits of the 64-token tiles (=64): 70 tokens
+// (one part-filled wide tile), 200 (a whole one and a tail), 40 (64 in both).
+TEST(VulkanSpeedPaths, PrefillTileWidthsSameBits) {
+    std::unique_ptr<Backend> wide, narrow;
+    {
+        const ScopedEnv toks("TANDEM_VK_COOPMAT_TOKS", "128");
+        TANDEM_VULKAN_OR_SKIP(be);
+        wide = std::move(be);
+    }
+    if (!wide->device().f16_prefill_matmul)
+        GTEST_SKIP() << "no cooperative-matrix prefill on this device: " << wide->device().notes;
+    const ScopedEnv toks("TANDEM_VK_COOPMAT_TOKS", "64");
+    TANDEM_VULKAN_OR_SKIP(be);
+    expect_prefill_forms_same_bits(*wide, *be, {40, 70, 200});
 }
 
 // A Rope whose output the next node stores into the KV cache writes the cache rows itself (one

@@ -31,11 +31,12 @@ expect() {
 }
 
 # The matmul: 28 instantiations (9 file types and 3 repacked, each reading f32 or f16
-# activations; repacked Q4_0 / Q8_0 also with their f32 decode: 24 + 4); a wave's fragments per
-# 16-deep step, 4 steps a tile: wave64 4 row x 2 token fragments, wave32 2 x 2.
+# activations; repacked Q4_0 / Q8_0 also with their f32 decode: 24 + 4) in each tile width; a
+# wave's fragments per 16-deep step, 4 steps a tile: 64-token tiles wave64 4 row x 2 token
+# fragments, wave32 2 x 2; 128-token tiles twice the token fragments.
 # The attention, head_dim 64 and 128: per tile and 16-row fragment 2 x head_dim / 16 products
 # for S and as many for P V; 2 row fragments a wave on wave64, 1 on wave32.
-expect matmul-mfma "$hipcc" gfx90a "$matmul" 'v_mfma_f32_16x16x16f16' $((28 * 4 * 8))
+expect matmul-mfma "$hipcc" gfx90a "$matmul" 'v_mfma_f32_16x16x16f16' $((28 * 4 * (8 + 16)))
 expect attention-mfma "$hipcc" gfx90a "$attn" 'v_mfma_f32_16x16x16f16' $((2 * 4 * (4 + 8)))
 expect matmul-none "$hipcc" gfx1030 "$matmul" 'v_mfma\|v_wmma' 0
 if [ -z "$clang16" ] || ! command -v "$clang16" > /dev/null; then
@@ -43,6 +44,6 @@ if [ -z "$clang16" ] || ! command -v "$clang16" > /dev/null; then
   [ "$status" -eq 0 ] && exit 77
   exit "$status"
 fi
-expect matmul-wmma "$clang16" gfx1100 "$matmul" 'v_wmma_f32_16x16x16_f16' $((28 * 4 * 4))
+expect matmul-wmma "$clang16" gfx1100 "$matmul" 'v_wmma_f32_16x16x16_f16' $((28 * 4 * (4 + 8)))
 expect attention-wmma "$clang16" gfx1100 "$attn" 'v_wmma_f32_16x16x16_f16' $((4 * (4 + 8)))
 exit "$status"
