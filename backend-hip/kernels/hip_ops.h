@@ -47,7 +47,7 @@ void launch_get_rows(DType type, const void* table, int64_t n_in, int64_t n_rows
 struct MmaInputs {
     const uint16_t* x16 = nullptr;  // x as f16 (launch_to_f16), read instead of x; or null
     bool f32_decode = false;        // repacked Q4_0 / Q8_0 through f32 (else straight to f16)
-    bool wide = true;               // tiles of 128 tokens past 64 tokens (else always 64)
+    bool wide = false;              // tiles of 128 tokens past 64 tokens (else always 64)
 };
 void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
                     int64_t n_tok, const float* bias, float* out, hipStream_t s, bool mma = false,

@@ -70,22 +70,29 @@ std::string mma_prefill_check(hipStream_t s) {
           "mma check upload");
     const auto* xs = reinterpret_cast<const float*>(dx.data());
     const auto* bs = reinterpret_cast<const float*>(db.data());
-    if (!launch_mat_mul_mma(DType::Q8_0, dw.data(), kIn, kOut, xs, kTok, bs, y_mma, s))
-        return "the kernel refused the check's shape";
     if (!launch_mat_mul_tiled(DType::Q8_0, dw.data(), kIn, kOut, xs, kTok, bs, y_tiles, s))
         return "the f32 tiles refused the check's shape";
-    if (const hipError_t e = hipStreamSynchronize(s); e != hipSuccess)
-        return std::string("the check's launch failed: ") + hipGetErrorString(e);
-    std::vector<float> got(size_t(2 * kTok * kOut));
-    check(hipMemcpy(got.data(), dy.data(), got.size() * 4, hipMemcpyDeviceToHost),
-          "mma check download");
-    const auto half = got.begin() + kTok * kOut;
-    const double nmse =
-        nmse_of(std::vector<float>(got.begin(), half), std::vector<float>(half, got.end()));
-    if (!(nmse < 1e-5)) {
-        char msg[96];
-        std::snprintf(msg, sizeof msg, "NMSE %.3g against the f32 tiles (bound 1e-5)", nmse);
-        return msg;
+    // Both tile widths (64 tokens, and 128: one part-filled tile).
+    for (const bool wide : {false, true}) {
+        MmaInputs in;
+        in.wide = wide;
+        if (!launch_mat_mul_mma(DType::Q8_0, dw.data(), kIn, kOut, xs, kTok, bs, y_mma, s, in))
+            return "the kernel refused the check's shape";
+        if (const hipError_t e = hipStreamSynchronize(s); e != hipSuccess)
+            return std::string("the check's launch failed: ") + hipGetErrorString(e);
+        std::vector<float> got(size_t(2 * kTok * kOut));
+        check(hipMemcpy(got.data(), dy.data(), got.size() * 4, hipMemcpyDeviceToHost),
+              "mma check download");
+        const auto half = got.begin() + kTok * kOut;
+        const double nmse =
+            nmse_of(std::vector<float>(got.begin(), half), std::vector<float>(half, got.end()));
+        if (!(nmse < 1e-5)) {
+            char msg[112];
+            std::snprintf(msg, sizeof msg,
+                          "NMSE %.3g against the f32 tiles (bound 1e-5, %d-token tiles)", nmse,
+                          wide ? 128 : 64);
+            return msg;
+        }
     }
     return {};
 }

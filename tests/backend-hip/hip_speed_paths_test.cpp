@@ -372,11 +372,16 @@ TEST(HipSpeedPaths, PrefillInputFormsSameBits) {
     expect_prefill_forms_same_bits(*fast, *f32_forms);
 }
 
-// The matrix-unit matmul in 128-token tiles past 64 tokens (TANDEM_HIP_MMA_TOKS=64: 64 always)
-// gives the bits of the 64-token tiles: 70 tokens (one part-filled wide tile), 200 (a whole one
-// and a tail), 40 (64 in both).
+// The matrix-unit matmul in 128-token tiles past 64 tokens (TANDEM_HIP_MMA_TOKS=128, NVIDIA's
+// default) gives the bits of the 64-token tiles (=64, AMD's): 70 tokens (one part-filled wide
+// tile), 200 (a whole one and a tail), 40 (64 in both).
 TEST(HipSpeedPaths, PrefillTileWidthsSameBits) {
-    TANDEM_HIP_OR_SKIP(wide);
+    std::unique_ptr<Backend> wide;
+    {
+        const ScopedEnv toks("TANDEM_HIP_MMA_TOKS", "128");
+        TANDEM_HIP_OR_SKIP(be);
+        wide = std::move(be);
+    }
     if (!wide->device().f16_prefill_matmul)
         GTEST_SKIP() << "no matrix-unit prefill on this device: " << wide->device().notes;
     const ScopedEnv toks("TANDEM_HIP_MMA_TOKS", "64");
