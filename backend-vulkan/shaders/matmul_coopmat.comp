@@ -95,6 +95,24 @@ void dq_group_q4_0r_f16(Uints w, uint ro, uint g, out uvec4 o[4]) {
         o[c] = uvec4(r[4u * c], r[4u * c + 1u], r[4u * c + 2u], r[4u * c + 3u]);
 }
 
+// Group g of a T_Q8_0R row at ro as 32 f16 in the tile's order, 8 at a time: dq_group's d * q
+// in f32 and pack8's rounding (the same bits), with 8 floats live instead of 32 beside the
+// 128-token tile's 64 sums.
+void dq_group_q8_0r_packed(Uints w, uint ro, uint g, out uvec4 o[4]) {
+    const uint sb = ro + (g >> 3) * 272u, blk = g & 7u;
+    const vec2 dd = unpackHalf2x16(w.v[(sb >> 2) + (blk >> 1)]);
+    const float d = (blk & 1u) != 0u ? dd.y : dd.x;
+    const uint a = (sb + 16u + blk * 32u) >> 4;
+    const uvec4 q0 = Uvec4s(w).v[a], q1 = Uvec4s(w).v[a + 1u];
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        const int qa = int(c < 2u ? q0[2u * c] : q1[2u * c - 4u]);
+        const int qb = int(c < 2u ? q0[2u * c + 1u] : q1[2u * c - 3u]);
+        o[c] = pack8(d * float((qa << 24) >> 24), d * float((qa << 16) >> 24),
+                     d * float((qa << 8) >> 24), d * float(qa >> 24), d * float((qb << 24) >> 24),
+                     d * float((qb << 16) >> 24), d * float((qb << 8) >> 24), d * float(qb >> 24));
+    }
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
     const uint m0 = gl_WorkGroupID.x * BM;
@@ -126,6 +144,11 @@ void main() {
             uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));
             if (m0 + my_row < p.n_out && g < n_groups)
                 dq_group_q4_0r_f16(w, wbase + (m0 + my_row) * p.row_bytes, g, o);
+            [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[my_row * LDK4 + my_half * 4u + c] = o[c];
+        } else if (TYPE == T_Q8_0R) {
+            uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));
+            if (m0 + my_row < p.n_out && g < n_groups)
+                dq_group_q8_0r_packed(w, wbase + (m0 + my_row) * p.row_bytes, g, o);
             [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[my_row * LDK4 + my_half * 4u + c] = o[c];
         } else {
             float v[32];

@@ -94,11 +94,13 @@ bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
 
 uint32_t VulkanBackend::coopmat_tile_toks(std::vector<uint32_t> spec, int64_t n_tok) {
     if (n_tok <= 64 || !coopmat_wide_) return 64;
-    // Repacked Q4_0 decoded straight to f16 only, unless asked for every type: H200, 8B pp512
-    // (docs/vulkan.md, session 25), Q4_0 +2-4 %, Q8_0 -4-9 %, Q4_K -1-3 % (their 32 decoded
-    // floats beside the tile's 64 sums).
+    // Repacked Q4_0 (decoded straight to f16) and Q8_0 (8 at a time) only, unless asked for
+    // every type: H200, 8B pp512 (docs/vulkan.md, session 25), Q4_0 +2-4 %, Q8_0 +4 %; the
+    // types through dq_group (32 floats live beside the tile's 64 sums) Q4_K -1-3 %, and Q8_0
+    // -4-9 % before its 8-at-a-time decode.
     const bool q4_0_f16 = spec[0] == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
-    if (!q4_0_f16 && !coopmat_wide_all_) return 64;
+    const bool q8_0 = spec[0] == repacked_type_id(DType::Q8_0);
+    if (!q4_0_f16 && !q8_0 && !coopmat_wide_all_) return 64;
     spec.back() = 128;
     try {
         pipelines_->get("matmul_coopmat", spec);
