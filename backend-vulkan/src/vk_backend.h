@@ -243,10 +243,10 @@ class VulkanBackend final : public Backend {
         return {spec_type,     16u, 16u, moe ? 1u : 0u, coopmat_f16_decode_ ? 1u : 0u,
                 x16 ? 1u : 0u, toks};
     }
-    // Tokens a tile of a dense cooperative-matrix matmul over n_tok tokens with `spec`
-    // (coopmat_spec's, toks left at 64): 128 past 64 tokens for repacked Q4_0 and Q8_0 where
-    // the wide pipeline builds.
-    uint32_t coopmat_tile_toks(std::vector<uint32_t> spec, int64_t n_tok);
+    // Tokens a tile of a dense cooperative-matrix matmul over n_tok tokens of weight type
+    // `spec_type` (x16 as coopmat_spec's): 128 past 64 tokens for repacked Q4_0 and Q8_0 where
+    // the wide pipeline builds, else 64.
+    uint32_t coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t n_tok);
     // A dense prefill matmul's input x [rows, n_in] as f16 in x16_buf_ (to_f16.comp), made
     // unless it already holds it (x16_src_); {} where the buffer is too small.
     Ref f16_input(const Ref& x, int64_t rows, int64_t n_in);

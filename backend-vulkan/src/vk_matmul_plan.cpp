@@ -92,18 +92,17 @@ bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
     return false;
 }
 
-uint32_t VulkanBackend::coopmat_tile_toks(std::vector<uint32_t> spec, int64_t n_tok) {
+uint32_t VulkanBackend::coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t n_tok) {
     if (n_tok <= 64 || !coopmat_wide_) return 64;
     // Repacked Q4_0 (decoded straight to f16) and Q8_0 (8 at a time) only, unless asked for
     // every type: H200, 8B pp512 (docs/vulkan.md, session 25), Q4_0 +2-4 %, Q8_0 +4 %; the
     // types through dq_group (32 floats live beside the tile's 64 sums) Q4_K -1-3 %, and Q8_0
     // -4-9 % before its 8-at-a-time decode.
-    const bool q4_0_f16 = spec[0] == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
-    const bool q8_0 = spec[0] == repacked_type_id(DType::Q8_0);
+    const bool q4_0_f16 = spec_type == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
+    const bool q8_0 = spec_type == repacked_type_id(DType::Q8_0);
     if (!q4_0_f16 && !q8_0 && !coopmat_wide_all_) return 64;
-    spec.back() = 128;
     try {
-        pipelines_->get("matmul_coopmat", spec);
+        pipelines_->get("matmul_coopmat", coopmat_spec(spec_type, false, x16, 128));
     } catch (const Error& e) {
         coopmat_wide_ = false;
         log_info(std::string("vulkan: cooperative-matrix prefill in 64-token tiles: ") + e.what());

@@ -667,11 +667,11 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                 const Ref x16 = f16_input(x, T, w.ne[0]);
                 const bool half = x16.buffer == kX16Id;
                 if (half) p.x = x16.address;
-                std::vector<uint32_t> spec = coopmat_spec(shader_type(g, n.src[0]), false, half);
-                const uint32_t toks = coopmat_tile_toks(spec, T);
-                spec.back() = toks;
-                dispatch("matmul_coopmat", spec, &p, sizeof p, u32((w.ne[1] + 127) / 128),
-                         u32((T + toks - 1) / toks), 1, {half ? x16 : x}, {y});
+                const uint32_t type = shader_type(g, n.src[0]);
+                const uint32_t toks = coopmat_tile_toks(type, half, T);
+                dispatch("matmul_coopmat", coopmat_spec(type, false, half, toks), &p, sizeof p,
+                         u32((w.ne[1] + 127) / 128), u32((T + toks - 1) / toks), 1,
+                         {half ? x16 : x}, {y});
                 if (overlap(y, x)) x16_src_ = 0;  // x's memory holds y now
             } else if (plan.tiled) {
                 const TiledSplit split = tiled_split(w.ne[0], w.ne[1], T);
