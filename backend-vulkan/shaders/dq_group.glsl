@@ -13,6 +13,90 @@ uint rd_w(Uints w, uint off) {
 float lo_f16(uint word) { return unpackHalf2x16(word).x; }
 float hi_f16(uint word) { return unpackHalf2x16(word).y; }
 
+// Group g of a repacked Q4_0 / Q8_0 row at ro (common.glsl): its scale and where its quants lie.
+struct Q0RGroup {
+    float d;
+    uint q;  // 16-byte index of the quants: one uvec4 (Q4_0), two (Q8_0)
+};
+Q0RGroup q0r_group(uint t, Uints w, uint ro, uint g) {
+    const uint sb = ro + (g >> 3) * (t == T_Q4_0R ? 144u : 272u), blk = g & 7u;
+    const vec2 dd = unpackHalf2x16(w.v[(sb >> 2) + (blk >> 1)]);
+    Q0RGroup k;
+    k.d = (blk & 1u) != 0u ? dd.y : dd.x;
+    k.q = (sb + 16u + blk * (t == T_Q4_0R ? 16u : 32u)) >> 4;
+    return k;
+}
+// Byte i of a word of Q8_0 quants, sign-extended.
+float q8_byte(int q, uint i) { return float((q << (24 - 8 * int(i))) >> 24); }
+
+// Group g of a Q4_K/Q5_K row at ro: 256-element super-blocks of 8 groups, d, dmin (f16), 12
+// bytes of 6-bit scales/mins, [qh[32]: bit s of byte l is element l of group s's fifth bit],
+// qs[128]: group s uses bytes 32*(s/2)..+32, low nibbles for even s, high for odd.
+// Super-blocks are 144 / 176 bytes (multiples of 16) and rows whole super-blocks, so with
+// 16-byte aligned weight buffers the header (d, dmin, 12 scale bytes) is one 16-byte load and
+// the group's 32 quant bytes (and Q5_K's 32 qh bytes) two each.
+struct K4Group {
+    float d, m;  // element = d * q - m
+    uint qs, qh;  // the quant bytes and (Q5_K) the qh bytes, as 16-byte indices
+    uint s;       // the group in its super-block
+};
+K4Group k4_group(uint t, Uints w, uint ro, uint g) {
+    const uint b = ro + (g >> 3) * (t == T_Q4_K ? 144u : 176u), s = g & 7u;
+    const uvec4 hdr = Uvec4s(w).v[b >> 4];
+    // scale_min_k4 on bytes 4..15 held in hdr.yzw
+    float sc, mn;
+    if (s < 4u) {
+        sc = float((hdr.y >> (8u * s)) & 63u);
+        mn = float((hdr.z >> (8u * s)) & 63u);
+    } else {
+        const uint j = s - 4u;
+        const uint e = (hdr.w >> (8u * j)) & 0xFFu;
+        sc = float((e & 0xFu) | (((hdr.y >> (8u * j)) >> 6) & 3u) << 4);
+        mn = float((e >> 4) | (((hdr.z >> (8u * j)) >> 6) & 3u) << 4);
+    }
+    K4Group k;
+    k.d = lo_f16(hdr.x) * sc;
+    k.m = hi_f16(hdr.x) * mn;
+    k.qs = (b + (t == T_Q4_K ? 16u : 48u) + (s >> 1) * 32u) >> 4;
+    k.qh = (b + 16u) >> 4;
+    k.s = s;
+    return k;
+}
+// Element 4j + i of the group from quant word q (and Q5_K's qh word j).
+float k4_value(uint t, K4Group k, uint q, uint qh, uint i) {
+    uint x = (q >> (8u * i + (k.s & 1u) * 4u)) & 15u;
+    if (t == T_Q5_K) x |= ((qh >> (8u * i + k.s)) & 1u) << 4;
+    return k.d * float(x) - k.m;
+}
+
+// Group g of a Q6_K row at ro: 210-byte super-blocks of ql[128], qh[64], scales[16] (int8), d
+// (f16) (T_Q6_KR: the body and d apart, common.glsl). Group s: half n = s/4, part = s%4;
+// element l: low 4 bits from ql[64n + 32(part&1) + l] (low nibble for part < 2), high 2 bits
+// from qh[128 + 32n + l] >> 2*part, scale scales[8n + l/16 + 2*part].
+struct Q6Group {
+    float d0, d1;          // the scales of elements 0..15 and 16..31
+    uint ql, qh;           // byte offsets of the group's 32 ql and qh bytes (2-byte aligned)
+    uint lshift, hshift;
+};
+Q6Group q6_group(uint t, Uints w, uint ro, uint g) {
+    const uint b = q6_body(t, ro, g >> 3), s = g & 7u, n = s >> 2, part = s & 3u;
+    const float d = lo_f16(rd_w(w, q6_d(t, ro, g >> 3)));
+    const uint sw = rd_w(w, b + 192u + n * 8u + 2u * part);
+    Q6Group k;
+    k.d0 = d * float(int(sw << 24) >> 24);
+    k.d1 = d * float(int(sw << 16) >> 24);
+    k.ql = b + n * 64u + (part & 1u) * 32u;
+    k.qh = b + 128u + n * 32u;
+    k.lshift = part < 2u ? 0u : 4u;
+    k.hshift = 2u * part;
+    return k;
+}
+// Element 4j + i of the group from its ql and qh words j.
+float q6_value(Q6Group k, uint j, uint ql, uint qh, uint i) {
+    const uint x = ((ql >> (8u * i + k.lshift)) & 15u) | (((qh >> (8u * i + k.hshift)) & 3u) << 4);
+    return (j < 4u ? k.d0 : k.d1) * (float(x) - 32.0);
+}
+
 void dq_group(uint t, Uints w, uint ro, uint g, out float v[32]) {
     if (t == T_F32) {
         const uint b = (ro >> 2) + g * 32u;
@@ -36,27 +120,22 @@ void dq_group(uint t, Uints w, uint ro, uint g, out float v[32]) {
         [[unroll]] for (uint k = 0u; k < 8u; ++k) {
             const int q = int(rd_w(w, b + 2u + 4u * k));
             [[unroll]] for (uint i = 0u; i < 4u; ++i)
-                v[4u * k + i] = d * float((q << (24 - 8 * int(i))) >> 24);
+                v[4u * k + i] = d * q8_byte(q, i);
         }
     } else if (t == T_Q4_0R || t == T_Q8_0R) {
-        // Repacked (common.glsl): the group's quants are one (Q4_0) or two (Q8_0) 16-byte loads.
-        const uint sb = ro + (g >> 3) * (t == T_Q4_0R ? 144u : 272u), blk = g & 7u;
-        const vec2 dd = unpackHalf2x16(w.v[(sb >> 2) + (blk >> 1)]);
-        const float d = (blk & 1u) != 0u ? dd.y : dd.x;
+        const Q0RGroup k = q0r_group(t, w, ro, g);
         if (t == T_Q4_0R) {
-            const uvec4 q = Uvec4s(w).v[(sb + 16u + blk * 16u) >> 4];
-            [[unroll]] for (uint k = 0u; k < 4u; ++k)
+            const uvec4 q = Uvec4s(w).v[k.q];
+            [[unroll]] for (uint j = 0u; j < 4u; ++j)
                 [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-                    v[4u * k + i] = d * (float((q[k] >> (8u * i)) & 15u) - 8.0);
-                    v[4u * k + i + 16u] = d * (float((q[k] >> (8u * i + 4u)) & 15u) - 8.0);
+                    v[4u * j + i] = k.d * (float((q[j] >> (8u * i)) & 15u) - 8.0);
+                    v[4u * j + i + 16u] = k.d * (float((q[j] >> (8u * i + 4u)) & 15u) - 8.0);
                 }
         } else {
-            const uint a = (sb + 16u + blk * 32u) >> 4;
-            const uvec4 q0 = Uvec4s(w).v[a], q1 = Uvec4s(w).v[a + 1u];
-            [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-                const int q = int(k < 4u ? q0[k] : q1[k - 4u]);
-                [[unroll]] for (uint i = 0u; i < 4u; ++i)
-                    v[4u * k + i] = d * float((q << (24 - 8 * int(i))) >> 24);
+            const uvec4 q0 = Uvec4s(w).v[k.q], q1 = Uvec4s(w).v[k.q + 1u];
+            [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+                const int q = int(j < 4u ? q0[j] : q1[j - 4u]);
+                [[unroll]] for (uint i = 0u; i < 4u; ++i) v[4u * j + i] = k.d * q8_byte(q, i);
             }
         }
     } else if (t == T_Q4_0 || t == T_Q4_1 || t == T_Q5_0 || t == T_Q5_1) {
@@ -87,65 +166,20 @@ void dq_group(uint t, Uints w, uint ro, uint g, out float v[32]) {
             }
         }
     } else if (t == T_Q4_K || t == T_Q5_K) {
-        // 256-element super-block, 8 groups: d, dmin (f16), 12 bytes of 6-bit scales/mins,
-        // [qh[32]: bit s of byte l is element l of group s's fifth bit], qs[128]: group s
-        // uses bytes 32*(s/2)..+32, low nibbles for even s, high for odd.
-        // Super-blocks are 144 / 176 bytes (multiples of 16) and rows whole super-blocks, so
-        // with 16-byte aligned weight buffers the header (d, dmin, 12 scale bytes) is one
-        // 16-byte load and the group's 32 quant bytes (and Q5_K's 32 qh bytes) two each.
-        const uint bsz = t == T_Q4_K ? 144u : 176u;
-        const uint b = ro + (g >> 3) * bsz, s = g & 7u;
-        Uvec4s w4 = Uvec4s(w);
-        const uvec4 hdr = w4.v[b >> 4];
-        const uint dm = hdr.x;
-        // scale_min_k4 on bytes 4..15 held in hdr.yzw
-        const uint s0 = hdr.y, s1 = hdr.z, s2 = hdr.w;
-        float sc, mn;
-        if (s < 4u) {
-            sc = float((s0 >> (8u * s)) & 63u);
-            mn = float((s1 >> (8u * s)) & 63u);
-        } else {
-            const uint j = s - 4u;
-            const uint e = (s2 >> (8u * j)) & 0xFFu;
-            sc = float((e & 0xFu) | (((s0 >> (8u * j)) >> 6) & 3u) << 4);
-            mn = float((e >> 4) | (((s1 >> (8u * j)) >> 6) & 3u) << 4);
-        }
-        const float d = lo_f16(dm) * sc, m = hi_f16(dm) * mn;
-        const uint qs_at = b + (t == T_Q4_K ? 16u : 48u) + (s >> 1) * 32u;
-        const uint shift = (s & 1u) * 4u;
-        const uvec4 qa = w4.v[qs_at >> 4], qb = w4.v[(qs_at >> 4) + 1u];
+        const K4Group k = k4_group(t, w, ro, g);
+        const uvec4 qa = Uvec4s(w).v[k.qs], qb = Uvec4s(w).v[k.qs + 1u];
         uvec4 ha = uvec4(0u), hb = uvec4(0u);
-        if (t == T_Q5_K) {
-            ha = w4.v[(b + 16u) >> 4];
-            hb = w4.v[((b + 16u) >> 4) + 1u];
-        }
-        [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-            const uint q = k < 4u ? qa[k] : qb[k - 4u];
-            const uint qh = t == T_Q5_K ? (k < 4u ? ha[k] : hb[k - 4u]) : 0u;
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-                uint x = (q >> (8u * i + shift)) & 15u;
-                if (t == T_Q5_K) x |= ((qh >> (8u * i + s)) & 1u) << 4;
-                v[4u * k + i] = d * float(x) - m;
-            }
+        if (t == T_Q5_K) ha = Uvec4s(w).v[k.qh], hb = Uvec4s(w).v[k.qh + 1u];
+        [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+            const uint q = j < 4u ? qa[j] : qb[j - 4u], qh = j < 4u ? ha[j] : hb[j - 4u];
+            [[unroll]] for (uint i = 0u; i < 4u; ++i)
+                v[4u * j + i] = k4_value(t, k, q, qh, i);
         }
     } else if (t == T_Q6_K || t == T_Q6_KR) {
-        // 210-byte super-block: ql[128], qh[64], scales[16] (int8), d (f16) (T_Q6_KR: the body
-        // and d apart, common.glsl). Group s: half n = s/4, part = s%4; element l: low 4 bits
-        // from ql[64n + 32(part&1) + l] (low nibble for part < 2), high 2 bits from
-        // qh[128 + 32n + l] >> 2*part, scale scales[8n + l/16 + 2*part].
-        const uint b = q6_body(t, ro, g >> 3), s = g & 7u, n = s >> 2, part = s & 3u;
-        const float d = lo_f16(rd_w(w, q6_d(t, ro, g >> 3)));
-        const uint sw = rd_w(w, b + 192u + n * 8u + 2u * part);
-        const float d0 = d * float(int(sw << 24) >> 24), d1 = d * float(int(sw << 16) >> 24);
-        const uint ql_at = b + n * 64u + (part & 1u) * 32u, qh_at = b + 128u + n * 32u;
-        const uint lshift = part < 2u ? 0u : 4u, hshift = 2u * part;
-        [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-            const uint ql = rd_w(w, ql_at + 4u * k), qh = rd_w(w, qh_at + 4u * k);
-            [[unroll]] for (uint i = 0u; i < 4u; ++i) {
-                const uint x = ((ql >> (8u * i + lshift)) & 15u) |
-                               (((qh >> (8u * i + hshift)) & 3u) << 4);
-                v[4u * k + i] = (k < 4u ? d0 : d1) * (float(x) - 32.0);
-            }
+        const Q6Group k = q6_group(t, w, ro, g);
+        [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+            const uint ql = rd_w(w, k.ql + 4u * j), qh = rd_w(w, k.qh + 4u * j);
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) v[4u * j + i] = q6_value(k, j, ql, qh, i);
         }
     } else {
         [[unroll]] for (uint e = 0u; e < 32u; ++e) v[e] = 0.0;

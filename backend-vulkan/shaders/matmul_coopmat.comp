@@ -25,6 +25,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #include "common.glsl"
 #include "dq_group.glsl"
+#include "dq_group_f16.glsl"
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint TYPE = 0;
 // A's rows and B's columns (always 16) as their own constants: the rewrite to the KHR types
@@ -33,8 +34,8 @@ layout(constant_id = 0) const uint TYPE = 0;
 layout(constant_id = 1) const int A_ROWS = 16;
 layout(constant_id = 2) const int B_COLS = 16;
 layout(constant_id = 3) const uint MOE = 0;
-// 1: repacked Q4_0 groups decoded straight to f16 (dq_group_q4_0r_f16); 0: through f32 (the
-// same bits; TANDEM_VK_COOPMAT_F16DQ=0 picks it, for comparisons).
+// 1: repacked Q4_0 groups decoded straight to f16 (dq_group_q4_0r_f16); 0: through f32
+// (dq_group_f16: the same bits; TANDEM_VK_COOPMAT_F16DQ=0 picks it, for comparisons).
 layout(constant_id = 4) const uint F16_DECODE = 1;
 // 1: x holds f16 rows already (to_f16.comp, saturated), one 16-byte load for 8 values.
 layout(constant_id = 5) const uint X16 = 0;
@@ -64,54 +65,7 @@ shared float cs[8u * 256u];      // a 16 x 16 result fragment per subgroup, toke
 #define MAT_B fcoopmatNV<16, 3, 16, B_COLS>
 #define MAT_C fcoopmatNV<32, 3, 16, 16>
 
-uvec4 pack8(float a, float b, float c, float d, float e, float f, float g, float h) {
-    return uvec4(packHalf2x16(vec2(a, b)), packHalf2x16(vec2(c, d)), packHalf2x16(vec2(e, f)),
-                 packHalf2x16(vec2(g, h)));
-}
-
 const uint NONE = 0xFFFFFFFFu;
-
-// Two weights of a repacked Q4_0 group as f16 bits: the low (shift 0) or high (4) nibbles of
-// bytes 2h, 2h + 1 of word a, made 1024 + q by the f16 exponent bits, less 1032 (exact), times d
-// (rounded once): the bits of d * (q - 8) in f32 rounded to f16, as dq_group then pack8 give.
-uint q4_pair_f16(uint a, uint h, uint shift, f16vec2 d2) {
-    const uint b = (h != 0u ? a >> 16 : a) >> shift;
-    const f16vec2 v = unpackFloat2x16((b & 0xFu) | ((b << 8) & 0xF0000u) | 0x64006400u);
-    return packFloat2x16((v - f16vec2(float16_t(1032.0))) * d2);
-}
-
-// Group g of a T_Q4_0R row at ro as 32 f16 in the tile's order (weight j < 16: the low nibble of
-// byte j, then the high nibbles): ~3 instructions a pair where dq_group and pack8 spend ~5 a
-// weight (8B pp512 +2-4 % on the H200; Q8_0's form measured 1-2 % slower, so it keeps dq_group).
-void dq_group_q4_0r_f16(Uints w, uint ro, uint g, out uvec4 o[4]) {
-    const uint sb = ro + (g >> 3) * 144u, blk = g & 7u;
-    const vec2 dd = unpackHalf2x16(w.v[(sb >> 2) + (blk >> 1)]);
-    const f16vec2 d2 = f16vec2(float16_t((blk & 1u) != 0u ? dd.y : dd.x));
-    const uvec4 q = Uvec4s(w).v[(sb + 16u + blk * 16u) >> 4];
-    uint r[16];
-    [[unroll]] for (uint m = 0u; m < 16u; ++m)
-        r[m] = q4_pair_f16(q[(m % 8u) / 2u], m % 2u, m >= 8u ? 4u : 0u, d2);
-    [[unroll]] for (uint c = 0u; c < 4u; ++c)
-        o[c] = uvec4(r[4u * c], r[4u * c + 1u], r[4u * c + 2u], r[4u * c + 3u]);
-}
-
-// Group g of a T_Q8_0R row at ro as 32 f16 in the tile's order, 8 at a time: dq_group's d * q
-// in f32 and pack8's rounding (the same bits), with 8 floats live instead of 32 beside the
-// 128-token tile's 64 sums.
-void dq_group_q8_0r_packed(Uints w, uint ro, uint g, out uvec4 o[4]) {
-    const uint sb = ro + (g >> 3) * 272u, blk = g & 7u;
-    const vec2 dd = unpackHalf2x16(w.v[(sb >> 2) + (blk >> 1)]);
-    const float d = (blk & 1u) != 0u ? dd.y : dd.x;
-    const uint a = (sb + 16u + blk * 32u) >> 4;
-    const uvec4 q0 = Uvec4s(w).v[a], q1 = Uvec4s(w).v[a + 1u];
-    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-        const int qa = int(c < 2u ? q0[2u * c] : q1[2u * c - 4u]);
-        const int qb = int(c < 2u ? q0[2u * c + 1u] : q1[2u * c - 3u]);
-        o[c] = pack8(d * float((qa << 24) >> 24), d * float((qa << 16) >> 24),
-                     d * float((qa << 8) >> 24), d * float(qa >> 24), d * float((qb << 24) >> 24),
-                     d * float((qb << 16) >> 24), d * float((qb << 8) >> 24), d * float(qb >> 24));
-    }
-}
 
 void main() {
     const uint tid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
@@ -140,28 +94,15 @@ void main() {
     const uint my_row = tid % BM, my_half = tid / BM;  // the group this invocation dequantises
     for (uint g0 = 0u; g0 < n_groups; g0 += 2u) {
         const uint g = g0 + my_half;
-        if (F16_DECODE != 0u && TYPE == T_Q4_0R) {
-            uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));
-            if (m0 + my_row < p.n_out && g < n_groups)
-                dq_group_q4_0r_f16(w, wbase + (m0 + my_row) * p.row_bytes, g, o);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[my_row * LDK4 + my_half * 4u + c] = o[c];
-        } else if (TYPE == T_Q8_0R) {
-            uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));
-            if (m0 + my_row < p.n_out && g < n_groups)
-                dq_group_q8_0r_packed(w, wbase + (m0 + my_row) * p.row_bytes, g, o);
-            [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[my_row * LDK4 + my_half * 4u + c] = o[c];
-        } else {
-            float v[32];
-            if (m0 + my_row < p.n_out && g < n_groups) {
-                dq_group(TYPE, w, wbase + (m0 + my_row) * p.row_bytes, g, v);
-            } else {
-                [[unroll]] for (uint e = 0u; e < 32u; ++e) v[e] = 0.0;
-            }
-            [[unroll]] for (uint c = 0u; c < 4u; ++c)
-                ws[my_row * LDK4 + my_half * 4u + c] = pack8(v[8u * c], v[8u * c + 1u],
-                    v[8u * c + 2u], v[8u * c + 3u], v[8u * c + 4u], v[8u * c + 5u],
-                    v[8u * c + 6u], v[8u * c + 7u]);
+        uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));
+        if (m0 + my_row < p.n_out && g < n_groups) {
+            const uint ro = wbase + (m0 + my_row) * p.row_bytes;
+            if (F16_DECODE != 0u && TYPE == T_Q4_0R)
+                dq_group_q4_0r_f16(w, ro, g, o);
+            else
+                dq_group_f16(TYPE, w, ro, g, o);
         }
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[my_row * LDK4 + my_half * 4u + c] = o[c];
         // BN tokens x 64 inputs: BN / 32 runs of 8 per invocation, 8 invocations on a token.
         [[unroll]] for (uint k = 0u; k < BN / 32u; ++k) {
             const uint i = tid + k * 256u, tok = i / 8u, c = i % 8u;

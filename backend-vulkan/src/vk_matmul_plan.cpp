@@ -94,13 +94,16 @@ bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
 
 uint32_t VulkanBackend::coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t n_tok) {
     if (n_tok <= 64 || !coopmat_wide_) return 64;
-    // Repacked Q4_0 (decoded straight to f16) and Q8_0 (8 at a time) only, unless asked for
-    // every type: H200, 8B pp512 (docs/vulkan.md, session 25), Q4_0 +2-4 %, Q8_0 +4 %; the
-    // types through dq_group (32 floats live beside the tile's 64 sums) Q4_K -1-3 %, and Q8_0
-    // -4-9 % before its 8-at-a-time decode.
+    // Measured per type (H200, 8B pp512 against 64-token tiles, docs/vulkan.md sessions 25-26):
+    // repacked Q4_0 (decoded straight to f16) +2-4 %, and decoded 8 at a time (dq_group_f16)
+    // repacked Q8_0 +4 %, Q6_K +16 %, Q5_K +13 %; Q4_K -1-2 % even so, and every type through
+    // dq_group's 32 floats (live beside the tile's 64 sums) lost 1-9 %. The others keep 64 unless
+    // asked for every type.
     const bool q4_0_f16 = spec_type == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
-    const bool q8_0 = spec_type == repacked_type_id(DType::Q8_0);
-    if (!q4_0_f16 && !q8_0 && !coopmat_wide_all_) return 64;
+    const bool by8 = spec_type == repacked_type_id(DType::Q8_0) ||
+                     spec_type == repacked_type_id(DType::Q6_K) ||
+                     spec_type == uint32_t(DType::Q6_K) || spec_type == uint32_t(DType::Q5_K);
+    if (!q4_0_f16 && !by8 && !coopmat_wide_all_) return 64;
     try {
         pipelines_->get("matmul_coopmat", coopmat_spec(spec_type, false, x16, 128));
     } catch (const Error& e) {

@@ -639,10 +639,10 @@ inline float round_f16(float v) {
 // Prefill matmuls on matrix units run by two backends of one kind that compute the same
 // arithmetic in different forms, switched by the caller (inputs: `a` with f16 activations made
 // once and shared, weights decoded straight to f16, `b` with the f32 forms; tiles: 128 tokens
-// against 64): three matmuls of one input (Q4_0, Q8_0, Q4_K: repacked or not), then one of x + x
-// (the input made again), at each token count (by default 40 and 70), activations beyond f16's
-// range. Equal bits, and each within the f32 sums' rounding of a double sum over the f16-rounded
-// weights and activations.
+// against 64): matmuls of one input (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K: repacked or not), then one
+// of x + x (the input made again), at each token count (by default 40 and 70), activations
+// beyond f16's range. Equal bits, and each within the f32 sums' rounding of a double sum over
+// the f16-rounded weights and activations.
 inline void expect_prefill_forms_same_bits(Backend& a, Backend& b,
                                            std::initializer_list<int64_t> tokens = {40, 70}) {
     const int64_t n_in = 512;
@@ -653,17 +653,20 @@ inline void expect_prefill_forms_same_bits(Backend& a, Backend& b,
         ws.emplace_back(DType::Q4_0, std::array<int64_t, 3>{n_in, 160, 1}, 1);
         ws.emplace_back(DType::Q8_0, std::array<int64_t, 3>{n_in, 130, 1}, 2);
         ws.emplace_back(DType::Q4_K, std::array<int64_t, 3>{n_in, 70, 1}, 3);
-        ws.emplace_back(DType::Q4_0, std::array<int64_t, 3>{n_in, 96, 1}, 4);
+        ws.emplace_back(DType::Q5_K, std::array<int64_t, 3>{n_in, 40, 1}, 5);
+        ws.emplace_back(DType::Q6_K, std::array<int64_t, 3>{n_in, 136, 1}, 6);
+        ws.emplace_back(DType::Q4_0, std::array<int64_t, 3>{n_in, 96, 1}, 4);  // of x + x
+        const size_t n_w = ws.size(), last = n_w - 1;
         auto run = [&](Backend& be) {
-            std::vector<std::vector<float>> y(4);
+            std::vector<std::vector<float>> y(n_w);
             std::vector<float> doubled;
             OpGraph g;
             const TensorId xt = g.input(x.data(), n_in, T);
-            for (size_t i = 0; i < 3; ++i)
+            for (size_t i = 0; i < last; ++i)
                 g.node(Op::MatMul, g.output(y[i], ws[i].ne[1], T), {g.weight(be, ws[i]), xt});
             const TensorId dt = g.output(doubled, n_in, T);
             g.node(Op::Add, dt, {xt, xt});
-            g.node(Op::MatMul, g.output(y[3], ws[3].ne[1], T), {g.weight(be, ws[3]), dt});
+            g.node(Op::MatMul, g.output(y[last], ws[last].ne[1], T), {g.weight(be, ws[last]), dt});
             g.run(be);
             return y;
         };
@@ -671,7 +674,7 @@ inline void expect_prefill_forms_same_bits(Backend& a, Backend& b,
         std::vector<float> x16(x.size()), x2(x.size());
         for (size_t i = 0; i < x.size(); ++i)
             x16[i] = round_f16(x[i]), x2[i] = round_f16(x[i] + x[i]);
-        for (size_t i = 0; i < 4; ++i) {
+        for (size_t i = 0; i < n_w; ++i) {
             const std::string what = std::string(dtype_name(ws[i].type)) + " #" +
                                      std::to_string(i) + " T=" + std::to_string(T);
             ASSERT_EQ(ya[i].size(), yb[i].size()) << what;
@@ -680,7 +683,7 @@ inline void expect_prefill_forms_same_bits(Backend& a, Backend& b,
                     << what << " element " << e << ": " << ya[i][e] << " against " << yb[i][e];
             QuantWeight w16 = ws[i];
             for (float& v : w16.values) v = round_f16(v);
-            EXPECT_LT(reported_nmse(what, ya[i], ref_matmul(w16, i < 3 ? x16 : x2, T)), 1e-9)
+            EXPECT_LT(reported_nmse(what, ya[i], ref_matmul(w16, i < last ? x16 : x2, T)), 1e-9)
                 << what;
         }
     }

@@ -383,9 +383,10 @@ TEST(VulkanSpeedPaths, PrefillInputFormsSameBits) {
     expect_prefill_forms_same_bits(*fast, *f32_forms);
 }
 
-// The cooperative-matrix matmul in 128-token tiles past 64 tokens (repacked Q4_0's default;
-// TANDEM_VK_COOPMAT_TOKS=128: every type) gives the bits of the 64-token tiles (=64): 70 tokens
-// (one part-filled wide tile), 200 (a whole one and a tail), 40 (64 in both).
+// The cooperative-matrix matmul in 128-token tiles past 64 tokens (the default for repacked Q4_0
+// and Q8_0, Q5_K and Q6_K; TANDEM_VK_COOPMAT_TOKS=128: every type) gives the bits of the
+// 64-token tiles (=64): 70 tokens (one part-filled wide tile), 200 (a whole one and a tail), 40
+// (64 in both).
 TEST(VulkanSpeedPaths, PrefillTileWidthsSameBits) {
     std::unique_ptr<Backend> wide, narrow;
     {
