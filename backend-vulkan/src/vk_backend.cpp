@@ -310,13 +310,16 @@ void VulkanBackend::layout_io(const Graph& g, const StepIO& io) {
 // cos/sin of every (position, frequency) of a Rope node whose positions are a host input,
 // computed in double as the CPU backend does: float angles of positions in the thousands lose
 // ~1e-4 and GPU sin/cos lose more. Nodes with the same positions and parameters (every layer)
-// share one table. Placed once per graph (rope_key_); only the cos / sin are new each step.
+// share one table: the frequency factors by their weight slot, since a graph may name the one
+// weight in a tensor of each layer (Llama 3.x's rope_freqs: 32 tables of 256 KB at 512 tokens
+// were 3.3 ms of host time before each 8B prefill step's submit). Placed once per graph
+// (rope_key_); only the cos / sin are new each step.
 uint64_t VulkanBackend::place_rope_tables(const Graph& g, uint64_t at) {
     const RopePlanKey key{g.fingerprint(), g.nodes().data(), at, weight_uploads_};
     if (key == rope_key_) return rope_end_;
     rope_table_.clear();
     rope_fills_.clear();
-    std::map<std::tuple<int32_t, float, float, TensorId, TensorId>, uint64_t> placed;
+    std::map<std::tuple<int32_t, float, float, TensorId, int>, uint64_t> placed;
     for (const Node& n : g.nodes()) {
         if (n.op != Op::Rope || g.tensor(n.src[1]).role != TensorRole::Input) continue;
         const float* factors = nullptr;
@@ -328,7 +331,8 @@ uint64_t VulkanBackend::place_rope_tables(const Graph& g, uint64_t at) {
                 continue;  // the shader computes the angles itself
             factors = weights_[ft.slot].host_f32.data();
         }
-        const auto tkey = std::make_tuple(n.i[1], n.f[0], n.f[1], n.src[1], n.src[2]);
+        const int factors_slot = factors ? g.tensor(n.src[2]).slot : -1;
+        const auto tkey = std::make_tuple(n.i[1], n.f[0], n.f[1], n.src[1], factors_slot);
         if (auto it = placed.find(tkey); it != placed.end()) {
             rope_table_[&n] = it->second;
             continue;
@@ -403,14 +407,21 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
     check_step_inputs(g, io);  // every step, recorded or replayed, before anything is queued
-    layout_io(g, io);          // may move the io buffer (generation_), so before the cache look-up
+    const double io_t0 = cpu_time();
+    layout_io(g, io);  // may move the io buffer (generation_), so before the cache look-up
+    const double io_s = cpu_time() - io_t0;
+    auto one_token = [&] {  // a decode step, for the profile's host-time rows
+        return std::none_of(g.tensors().begin(), g.tensors().end(), [](const GraphTensor& t) {
+            return t.role == TensorRole::Input && t.n_elements() > 1;
+        });
+    };
     const bool cache = cache_steps_ && cacheable(g);
     const uint64_t key = cache ? g.fingerprint() : 0;
     if (CachedStep* c = cache ? find_cached(key) : nullptr) {
         c->last_used = ++use_clock_;
         if (profiler_) {
             profiler_->replay(c->profile_labels);
-            profiler_->add_record_time(cpu_time(), true);
+            profiler_->add_record_time(cpu_time(), io_s, true, one_token());
         }
         ctx_->submit_and_wait(c->cbs.data(), static_cast<uint32_t>(c->cbs.size()));
         if (profiler_) profiler_->collect();
@@ -485,7 +496,7 @@ void VulkanBackend::compute(const Graph& g, const StepIO& io) {
         if (rec) drop_cached(rec);
         throw;
     }
-    if (profiler_) profiler_->add_record_time(cpu_time(), false);
+    if (profiler_) profiler_->add_record_time(cpu_time(), io_s, false, one_token());
     finish_and_wait();
     pool_ = &cbs_;
     if (rec) {

@@ -33,10 +33,13 @@ class Profiler {
         used_ = static_cast<uint32_t>(labels_.size());
     }
     // CPU time of one step from compute() start to submit: recording its commands, or only
-    // writing its inputs when it replays cached command buffers.
-    void add_record_time(double seconds, bool replayed) {
-        (replayed ? replay_s_ : record_s_) += seconds;
-        ++(replayed ? replays_ : steps_);
+    // writing its inputs when it replays cached command buffers; decode (one token) and
+    // prefill steps apart. io_seconds: the part spent laying out its inputs and rope tables.
+    void add_record_time(double seconds, double io_seconds, bool replayed, bool one_token) {
+        HostTime& h = host_[(replayed ? 2 : 0) + (one_token ? 0 : 1)];
+        h.s += seconds;
+        h.io_s += io_seconds;
+        ++h.steps;
     }
     void print(FILE* out) const;
 
@@ -51,8 +54,11 @@ class Profiler {
     uint32_t used_ = 0;
     std::vector<std::string> labels_;  // label of query i (i >= 1)
     std::map<std::string, Total> totals_;
-    double record_s_ = 0, replay_s_ = 0;
-    uint64_t steps_ = 0, replays_ = 0;
+    struct HostTime {
+        double s = 0, io_s = 0;
+        uint64_t steps = 0;
+    };
+    HostTime host_[4];  // recorded decode, recorded prefill, replayed decode, replayed prefill
 };
 
 }  // namespace tandem::vk

@@ -195,6 +195,44 @@ TEST_P(ElementOps, RopeNormalNeoxAndFactors) {
     }
 }
 
+// Three ropes of one input in one graph, as a model's layers have them: two with the same
+// frequency factors named by two tensors of one weight slot (the graph builder names the weight
+// again in each layer), one with other factors. Backends that build a table per distinct
+// parameters (Vulkan) must share the first two and keep the third apart.
+TEST_P(ElementOps, RopeFactorsSharedByLayersAndApart) {
+    const int64_t hd = 64, n_head = 2, width = hd * n_head, T = 90;
+    std::vector<int32_t> pos(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) pos[size_t(t)] = int32_t(100 + t);
+    const auto x = random_floats(size_t(T * width), 21);
+    QuantWeight fa(DType::F32, {hd / 2, 1, 1}, 22, 1.0f), fb(DType::F32, {hd / 2, 1, 1}, 23, 1.0f);
+    for (QuantWeight* f : {&fa, &fb}) {
+        for (auto& v : f->values) v = 1.0f + std::fabs(v) * 8;
+        std::memcpy(f->bytes.data(), f->values.data(), f->bytes.size());
+    }
+    const std::array<int32_t, 4> ri{int32_t(hd), int32_t(hd), int32_t(RopeMode::Neox), 0};
+    std::array<std::vector<float>, 3> others;
+    for (int k = 0; k < 3; ++k) {
+        const GraphBuilder build = [&](OpGraph& g, Backend& b, std::vector<float>& out) {
+            const TensorId in = g.input(x.data(), width, T);
+            const TensorId p = g.input(pos.data(), T, 1, DType::I32);
+            const TensorId a1 = g.weight(b, fa);
+            const GraphTensor& a1t = g.g.tensor(a1);
+            const TensorId a2 = g.g.weight(a1t.slot, "w-again", a1t.type, a1t.ne);
+            const TensorId f = g.weight(b, fb);
+            const TensorId factors[3] = {a1, a2, f};
+            for (int j = 0; j < 3; ++j)
+                g.node(Op::Rope, g.output(j == k ? out : others[size_t(j)], width, T),
+                       {in, p, factors[j]}, ri, {10000.0f, 1.0f});
+        };
+        const double bound = 1e-11;
+        check("rope", "node " + std::to_string(k) + (k == 2 ? " (other factors)" : " (shared)"),
+              run_graph(*be, build),
+              ref_rope(x, pos, hd, hd, n_head, RopeMode::Neox, 10000.0f, 1.0f,
+                       k == 2 ? &fb.values : &fa.values),
+              bound, cpu_output(build), bound);
+    }
+}
+
 TEST_P(ElementOps, TakeRowsAndCopy) {
     for (auto [cols, rows, first] :
          {std::tuple{int64_t(33), int64_t(5), 3}, std::tuple{int64_t(13), int64_t(9), 6}}) {

@@ -74,7 +74,14 @@ TEST(VulkanKernelVariants, ProfileModePrintsGpuTimePerOp) {
         GTEST_SKIP() << "this device's compute queue has no timestamps";
     EXPECT_NE(err.find("| mat_mul q4_0 [256 -> 40] T>1 matvec | 1 |"), std::string::npos) << err;
     EXPECT_NE(err.find("| scale | 1 |"), std::string::npos) << err;
-    EXPECT_NE(err.find("CPU recording per step"), std::string::npos) << err;
+    // One recorded step of two tokens: the host's part before its submit, and of that the inputs.
+    EXPECT_NE(err.find("| (CPU before the submit per step: recording, prefill) | 1 |"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("| (of which inputs and rope tables: recording, prefill) | 1 |"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(err.find("decode) |"), std::string::npos) << err;
 }
 
 // TANDEM_VK_IMPORT=1: weights wrapped in place (VK_EXT_external_memory_host) where the device
