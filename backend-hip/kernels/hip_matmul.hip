@@ -255,7 +255,16 @@ bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const
 
 uint64_t mat_mul_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok) {
     const TiledSplit split = tiled_split(n_in, n_out, n_tok);
-    return split.splits > 1 ? uint64_t(split.splits) * uint64_t(n_tok) * uint64_t(n_out) : 0;
+    const uint64_t tiled =
+        split.splits > 1 ? uint64_t(split.splits) * uint64_t(n_tok) * uint64_t(n_out) : 0;
+    return std::max(tiled, mat_mul_mma_split_floats(n_in, n_out, n_tok));
+}
+
+void launch_split_sum(const float* parts, int splits, int64_t n, int64_t n_out, const float* bias,
+                      float* out, hipStream_t s) {
+    if (n <= 0) return;
+    hipLaunchKernelGGL(k_split_sum, dim3(static_cast<unsigned>((n + 255) / 256)), dim3(256), 0, s,
+                       parts, splits, n, n_out, bias, out);
 }
 
 bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
@@ -283,11 +292,8 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
                            x, n_tok, split ? nullptr : bias, split ? split_scratch : out, k_split);
         ok = true;
     });
-    if (ok && split) {
-        const int64_t n = n_tok * n_out;
-        hipLaunchKernelGGL(k_split_sum, dim3(static_cast<unsigned>((n + 255) / 256)), dim3(256), 0,
-                           s, split_scratch, int(splits), n, n_out, bias, out);
-    }
+    if (ok && split)
+        launch_split_sum(split_scratch, int(splits), n_tok * n_out, n_out, bias, out, s);
     return ok;
 }
 

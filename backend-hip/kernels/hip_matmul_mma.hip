@@ -4,6 +4,7 @@
 #if !defined(TANDEM_HIP_ON_CUDA)
 #include <hip/hip_runtime.h>
 #endif
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -18,26 +19,32 @@ namespace {
 constexpr int kRows = kMmaTileRows, kToks = kMmaTileToks, kThreads = kMmaTileThreads;
 
 // Two blocks an SM / CU (128 registers a thread on NVIDIA): one block's staging overlaps the
-// other's products. Block (row tile, token tile of Toks): tokens n0.. of x (f32, or f16 with
-// kMmaX16).
+// other's products. Block (row tile, token tile of Toks, split z): tokens n0.. of x (f32, or f16
+// with kMmaX16), inputs z * k_split .. of the rows (w_split: their bytes in a row), into part z
+// of out (n_tok x n_out floats a part) where the inputs are split, else out itself, with the bias.
 template <uint32_t TypeId, int Mode, int Toks>
 __global__ void __launch_bounds__(kThreads, 2)
     k_mat_mul_mma(const uint8_t* w, int64_t n_in, int64_t row_stride, int64_t n_out, const void* x,
-                  int64_t n_tok, const float* bias, float* out) {
+                  int64_t n_tok, const float* bias, float* out, int64_t k_split, int64_t w_split) {
 #if TANDEM_MMA_KIND != 0
     constexpr DType T = DType(TypeId);  // a number: see type_id() (hip_packed.h)
     const int64_t m0 = int64_t(blockIdx.x) * kRows, n0 = int64_t(blockIdx.y) * Toks;
-    const int64_t row_bytes = n_in * ((Mode & kMmaX16) ? 2 : 4);
+    const int64_t x_bytes = (Mode & kMmaX16) ? 2 : 4, row_bytes = n_in * x_bytes;
+    const int64_t k0 = int64_t(blockIdx.z) * k_split;
+    const int64_t k_len = k0 + k_split < n_in ? k_split : n_in - k0;
+    out += int64_t(blockIdx.z) * n_tok * n_out;
     const void* xrow[Toks / 32];
 #pragma unroll
     for (int r = 0; r < Toks / 32; ++r) {
         const int64_t t = n0 + mma_tile_token(int(threadIdx.x), r);
-        xrow[r] = t < n_tok ? static_cast<const uint8_t*>(x) + t * row_bytes : nullptr;
+        xrow[r] =
+            t < n_tok ? static_cast<const uint8_t*>(x) + t * row_bytes + k0 * x_bytes : nullptr;
     }
-    mma_tile<T, Mode, Toks>(w, n_in, row_stride, n_out, m0, xrow, [&](int64_t o, int tok, float v) {
-        const int64_t t = n0 + tok;
-        if (t < n_tok) out[t * n_out + o] = v + (bias ? bias[o] : 0.0f);
-    });
+    mma_tile<T, Mode, Toks>(w + int64_t(blockIdx.z) * w_split, k_len, row_stride, n_out, m0, xrow,
+                            [&](int64_t o, int tok, float v) {
+                                const int64_t t = n0 + tok;
+                                if (t < n_tok) out[t * n_out + o] = v + (bias ? bias[o] : 0.0f);
+                            });
 #endif
 }
 
@@ -63,25 +70,59 @@ __global__ void k_mma_kind(int* out) {
 // per 128 tokens and each fragment loaded from shared memory meets twice the products. H200, 8B
 // pp512 (docs/hip.md, session 25): Q4_0 8460-8663 (64-token tiles) -> 9826-9839 tok/s, Q8_0 +18 %,
 // Q4_K +19 %; at most 64 tokens the narrower tile does no work on padding.
+constexpr int64_t kMmaStepK = 64, kMmaSplitBlocks = 256;  // mma_tile's inputs a step
+struct MmaSplit {
+    int64_t k_split, splits;
+};
+// How a matrix-unit matmul splits its inputs where its grid is small: short prompts, where the
+// 8B's 4096-row projections are 32 blocks of 128 rows at 64 tokens on an H200's 132 SMs, each
+// block walking all 4096 (or 14336) inputs. ~kMmaSplitBlocks blocks in all, the parts whole
+// units of `unit` inputs (the weight layout's: a repacked Q6_K row's groups of 2048, 256 for
+// the other repacked types and the K-quants, else a step's 64), summed by launch_split_sum.
+// Counted in 64-token tiles whatever the tile width, so both widths split alike (the same bits).
+MmaSplit mma_split_by(int64_t unit, int64_t n_in, int64_t n_out, int64_t n_tok) {
+    const int64_t blocks = ((n_out + kRows - 1) / kRows) * ((n_tok + kToks - 1) / kToks);
+    if (n_tok <= kMatvecMaxTokens || n_in % unit != 0 || blocks * 2 > kMmaSplitBlocks)
+        return {n_in, 1};
+    const int64_t units = n_in / unit;
+    const int64_t splits = std::min((kMmaSplitBlocks + blocks - 1) / blocks, units);
+    if (splits < 2) return {n_in, 1};
+    const int64_t k_split = (units + splits - 1) / splits * unit;
+    return {k_split, (n_in + k_split - 1) / k_split};
+}
+
+MmaSplit mma_split(DType kind, int64_t n_in, int64_t n_out, int64_t n_tok) {
+    const int64_t unit = is_packed(kind)
+                             ? packed_group_weights(kind)
+                             : std::max<int64_t>(kMmaStepK, dtype_traits(kind).block_elems);
+    return mma_split_by(unit, n_in, n_out, n_tok);
+}
+
+// The launch's inputs split (MmaSplit: grid.z parts of k_split inputs, w_split bytes of a row).
+struct MmaLaunch {
+    dim3 grid;
+    int64_t k_split, w_split;
+};
+
 template <DType T, int Mode>
-void launch_mode(dim3 grid, const uint8_t* w, int64_t n_in, int64_t stride, int64_t n_out,
+void launch_mode(MmaLaunch l, const uint8_t* w, int64_t n_in, int64_t stride, int64_t n_out,
                  const void* x, int64_t n_tok, bool wide, const float* bias, float* out,
                  hipStream_t s) {
     // (kernel names with a comma: not macro arguments)
     if (wide && n_tok > kToks) {
-        grid.y = static_cast<unsigned>((n_tok + 2 * kToks - 1) / (2 * kToks));
+        l.grid.y = static_cast<unsigned>((n_tok + 2 * kToks - 1) / (2 * kToks));
         auto* kernel = k_mat_mul_mma<type_id(T), Mode, 2 * kToks>;
-        hipLaunchKernelGGL(kernel, grid, dim3(kThreads), 0, s, w, n_in, stride, n_out, x, n_tok,
-                           bias, out);
+        hipLaunchKernelGGL(kernel, l.grid, dim3(kThreads), 0, s, w, n_in, stride, n_out, x, n_tok,
+                           bias, out, l.k_split, l.w_split);
         return;
     }
     auto* kernel = k_mat_mul_mma<type_id(T), Mode, kToks>;
-    hipLaunchKernelGGL(kernel, grid, dim3(kThreads), 0, s, w, n_in, stride, n_out, x, n_tok, bias,
-                       out);
+    hipLaunchKernelGGL(kernel, l.grid, dim3(kThreads), 0, s, w, n_in, stride, n_out, x, n_tok, bias,
+                       out, l.k_split, l.w_split);
 }
 
 template <DType T>
-void launch_as(dim3 grid, const uint8_t* w, int64_t n_in, int64_t stride, int64_t n_out,
+void launch_as(MmaLaunch grid, const uint8_t* w, int64_t n_in, int64_t stride, int64_t n_out,
                const float* x, const MmaInputs& in, int64_t n_tok, const float* bias, float* out,
                hipStream_t s) {
     const void* xs = in.x16 ? static_cast<const void*>(in.x16) : x;
@@ -146,9 +187,15 @@ void launch_to_f16(const float* x, int64_t n, uint16_t* y, hipStream_t s) {
                        reinterpret_cast<const float4*>(x), reinterpret_cast<uint4*>(y), n8);
 }
 
+uint64_t mat_mul_mma_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok) {
+    // The finest split any layout takes (kMmaStepK inputs a unit) needs the most room.
+    const MmaSplit sp = mma_split_by(kMmaStepK, n_in, n_out, n_tok);
+    return sp.splits > 1 ? uint64_t(sp.splits) * uint64_t(n_tok) * uint64_t(n_out) : 0;
+}
+
 bool launch_mat_mul_mma(DType kind, const void* w, int64_t n_in, int64_t n_out, const float* x,
                         int64_t n_tok, const float* bias, float* out, hipStream_t s,
-                        const MmaInputs& given) {
+                        const MmaInputs& given, float* split_scratch, uint64_t split_floats) {
     const DType type = file_type(kind);
     if (!mma_matmul_takes(type)) return false;
     if (n_tok < 1 || n_out < 1 || n_in < 32 || n_in % 32 != 0 || !aligned(x, 16)) return false;
@@ -157,15 +204,25 @@ bool launch_mat_mul_mma(DType kind, const void* w, int64_t n_in, int64_t n_out, 
     const int64_t gx = (n_out + kRows - 1) / kRows, gy = (n_tok + kToks - 1) / kToks;
     if (gx > kMaxGridX || gy > kMaxGridY) return false;
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
-    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
+    const MmaSplit plan = mma_split(kind, n_in, n_out, n_tok);
+    const bool split = plan.splits > 1 && split_scratch &&
+                       uint64_t(plan.splits) * uint64_t(n_tok) * uint64_t(n_out) <= split_floats;
+    const MmaLaunch l{
+        dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
+             static_cast<unsigned>(split ? plan.splits : 1)),
+        split ? plan.k_split : n_in,
+        split ? static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(plan.k_split))) : 0};
     const auto* wb = static_cast<const uint8_t*>(w);
     bool ok = false;
     visit_weight_layout(kind, [&](auto P) {
         constexpr DType T = decltype(P)::value;
         if (!rows_aligned<T>(w, stride)) return;
-        launch_as<T>(grid, wb, n_in, stride, n_out, x, in, n_tok, bias, out, s);
+        launch_as<T>(l, wb, n_in, stride, n_out, x, in, n_tok, split ? nullptr : bias,
+                     split ? split_scratch : out, s);
         ok = true;
     });
+    if (ok && split)
+        launch_split_sum(split_scratch, int(plan.splits), n_tok * n_out, n_out, bias, out, s);
     return ok;
 }
 

@@ -53,7 +53,8 @@ void launch_mat_mul(DType type, const void* w, int64_t n_in, int64_t n_out, cons
                     int64_t n_tok, const float* bias, float* out, hipStream_t s, bool mma = false,
                     float* split_scratch = nullptr, uint64_t split_floats = 0,
                     const MmaInputs& mma_in = {});
-// Floats of split scratch the tiled kernel would use for this shape (0: it runs unsplit).
+// Floats of split scratch the tiled or the matrix-unit kernel would use for this shape (0: they
+// run unsplit).
 uint64_t mat_mul_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok);
 // Fast paths of launch_mat_mul (hip_matmul.hip). Each returns false, enqueueing nothing, for a
 // type, shape or alignment it does not cover. Decode matvec: n_tok <= kMatvecMaxTokens.
@@ -67,9 +68,17 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
 // sums; not f32 / bf16 weights, rows of a multiple of 32. mma_kind(device) launches a probe: which
 // instruction the device's compilation got (0: none, the kernel is empty there);
 // mma_kind_name() says it in words.
+// Where its grid is small (short prompts) it splits the inputs into parts in split_scratch
+// (split_floats floats; mat_mul_mma_split_floats() says how many it would use, 0: none) and sums
+// them with launch_split_sum.
 bool launch_mat_mul_mma(DType type, const void* w, int64_t n_in, int64_t n_out, const float* x,
                         int64_t n_tok, const float* bias, float* out, hipStream_t s,
-                        const MmaInputs& in = {});
+                        const MmaInputs& in = {}, float* split_scratch = nullptr,
+                        uint64_t split_floats = 0);
+uint64_t mat_mul_mma_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok);
+// out[i] = sum over z < splits of parts[z n + i], in split order (+ bias[i % n_out]).
+void launch_split_sum(const float* parts, int splits, int64_t n, int64_t n_out, const float* bias,
+                      float* out, hipStream_t s);
 // y[i] = x[i] as f16 bits (saturated at +-65504, round to nearest: what the matrix-unit tiles
 // make of an f32 activation); n a multiple of 8, both 16-byte aligned.
 void launch_to_f16(const float* x, int64_t n, uint16_t* y, hipStream_t s);

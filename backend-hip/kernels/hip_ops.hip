@@ -380,7 +380,8 @@ void launch_mat_mul(DType kind, const void* w, int64_t n_in, int64_t n_out, cons
     if (n_tok <= kMatvecMaxTokens && launch_matvec(kind, w, n_in, n_out, x, n_tok, bias, out, s))
         return;
     if (n_tok > kMatvecMaxTokens && mma &&
-        launch_mat_mul_mma(kind, w, n_in, n_out, x, n_tok, bias, out, s, mma_in))
+        launch_mat_mul_mma(kind, w, n_in, n_out, x, n_tok, bias, out, s, mma_in, split_scratch,
+                           split_floats))
         return;
     if (n_tok > kMatvecMaxTokens && launch_mat_mul_tiled(kind, w, n_in, n_out, x, n_tok, bias, out,
                                                          s, split_scratch, split_floats))

@@ -245,7 +245,7 @@ class HipBackend final : public Backend {
     DeviceBuffer moe_scratch_;    // expert FFN hidden rows [2, n_tok * k, n_ff]
     DeviceBuffer attn_scratch_;   // split decode attention: merge tickets, then the partials
     DeviceBuffer q8_scratch_;     // decode matvec input quantised to int8 blocks
-    DeviceBuffer split_scratch_;  // the tiled matmul's split-input parts (mat_mul_split_floats)
+    DeviceBuffer split_scratch_;  // split-input parts of the tiled and matrix-unit matmuls
     // A prefill matmul's input as f16 (launch_to_f16) for the matrix-unit kernel: converted once
     // for the matmuls that share it (q/k/v, gate/up), where each of their tiles converted its
     // own f32 rows (8B pp512 +9 % on the H200, Q4_0); x16_src_ is what it holds, like q8_src_.
@@ -339,7 +339,7 @@ class HipBackend final : public Backend {
 #else
     bool mma_wide_ = false;
 #endif
-    bool matmul_split_ = true;  // TANDEM_HIP_MATMUL_SPLIT=0: the tiled matmul never splits
+    bool matmul_split_ = true;  // TANDEM_HIP_MATMUL_SPLIT=0: the matmuls never split their inputs
     // Prefill matmuls and attention on the matrix units (TANDEM_HIP_MMA=0: the f32 tiles), where
     // the device's compilation has them and each passed its check.
     bool mma_prefill_ = false, mma_attention_ = false;
@@ -776,8 +776,15 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
         rope_tables_ = DeviceBuffer(uint64_t(kRopeTables * kRopeTableSlot) * sizeof(float2));
     if (collective_floats) collective_host_.reserve(collective_floats * sizeof(float));
     layout_io(g, io);
-    // Host collectives synchronise mid-step, which a captured graph cannot.
-    hipGraphExec_t exec = graphs_enabled_ && !multi_rank() ? step_graph(g) : nullptr;
+    // Host collectives synchronise mid-step, which a captured graph cannot. Steps of more tokens
+    // than the matvec path takes run eagerly: their kernels are long enough that the launches
+    // queue ahead of the GPU, so a graph saves nothing, and capturing one (a prompt chunk's
+    // shape seen twice) cost more than the launches: H200, 8B Q4_0, the pp512 step that
+    // captured ran 9586-9866 tok/s against 10526-10528 with no graphs (docs/hip.md, session 26).
+    const bool few_tokens = std::none_of(g.nodes().begin(), g.nodes().end(), [&](const Node& n) {
+        return n.op == Op::MatMul && g.tensor(n.src[1]).rows() > kMatvecMaxTokens;
+    });
+    hipGraphExec_t exec = graphs_enabled_ && !multi_rank() && few_tokens ? step_graph(g) : nullptr;
     if (exec)
         check(hipGraphLaunch(exec, stream_), "launching the step graph");
     else
