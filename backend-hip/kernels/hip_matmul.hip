@@ -14,6 +14,7 @@
 #include <string>
 
 #include "hip_blocks.h"
+#include "hip_input_split.h"
 #include "hip_ops.h"
 
 namespace tandem::hip {
@@ -173,21 +174,13 @@ __global__ void k_split_sum(const float* parts, int splits, int64_t n, int64_t n
 }
 
 // How a tiled matmul splits its inputs where its grid is too small for the device (a router's
-// 128 rows: 16 blocks at 512 tokens), so that ~kSplitBlocks blocks run: the inputs a split sums
-// (whole k-steps) and the splits ({n_in, 1}: unsplit, also for decode shapes).
-constexpr int64_t kSplitBlocks = 256;
-struct TiledSplit {
-    int64_t k_split, splits;
-};
-TiledSplit tiled_split(int64_t n_in, int64_t n_out, int64_t n_tok) {
+// 128 rows: 16 blocks at 512 tokens): parts of whole k-steps, at least two a part ({n_in, 1}:
+// unsplit, also for decode shapes).
+InputSplit tiled_split(int64_t n_in, int64_t n_out, int64_t n_tok) {
+    if (n_tok <= kMatvecMaxTokens) return {n_in, 1};
     const int64_t blocks =
         ((n_out + kTileOut - 1) / kTileOut) * ((n_tok + kTileTok - 1) / kTileTok);
-    if (n_tok <= kMatvecMaxTokens || n_in % kTileK != 0 || blocks * 2 > kSplitBlocks)
-        return {n_in, 1};
-    const int64_t splits = std::min((kSplitBlocks + blocks - 1) / blocks, n_in / (2 * kTileK));
-    if (splits < 2) return {n_in, 1};
-    const int64_t k_split = (n_in / kTileK + splits - 1) / splits * kTileK;
-    return {k_split, (n_in + k_split - 1) / k_split};
+    return split_inputs(blocks, n_in, kTileK, n_in / (2 * kTileK));
 }
 
 template <DType T, int TM>
@@ -254,7 +247,7 @@ bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const
 }
 
 uint64_t mat_mul_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok) {
-    const TiledSplit split = tiled_split(n_in, n_out, n_tok);
+    const InputSplit split = tiled_split(n_in, n_out, n_tok);
     const uint64_t tiled =
         split.splits > 1 ? uint64_t(split.splits) * uint64_t(n_tok) * uint64_t(n_out) : 0;
     return std::max(tiled, mat_mul_mma_split_floats(n_in, n_out, n_tok));
@@ -276,7 +269,7 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
     const auto stride =
         static_cast<int64_t>(row_bytes(file_type(type), static_cast<uint64_t>(n_in)));
     // Split the inputs where the grid is small and the caller gave the room for the parts.
-    const TiledSplit plan = tiled_split(n_in, n_out, n_tok);
+    const InputSplit plan = tiled_split(n_in, n_out, n_tok);
     const bool split = plan.splits > 1 && split_scratch &&
                        uint64_t(plan.splits) * uint64_t(n_tok) * uint64_t(n_out) <= split_floats;
     const int64_t k_split = split ? plan.k_split : n_in, splits = split ? plan.splits : 1;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "hip_blocks.h"
+#include "hip_input_split.h"
 #include "hip_mma.h"
 #include "hip_mma_tile.h"
 #include "hip_ops.h"
@@ -66,44 +67,36 @@ __global__ void k_mma_kind(int* out) {
     *out = TANDEM_MMA_KIND;
 }
 
-// Tiles of 128 tokens where the step has more than 64 (in.wide): each weight is dequantised once
-// per 128 tokens and each fragment loaded from shared memory meets twice the products. H200, 8B
-// pp512 (docs/hip.md, session 25): Q4_0 8460-8663 (64-token tiles) -> 9826-9839 tok/s, Q8_0 +18 %,
-// Q4_K +19 %; at most 64 tokens the narrower tile does no work on padding.
-constexpr int64_t kMmaStepK = 64, kMmaSplitBlocks = 256;  // mma_tile's inputs a step
-struct MmaSplit {
-    int64_t k_split, splits;
-};
+constexpr int64_t kMmaStepK = 64;  // mma_tile's inputs a step
 // How a matrix-unit matmul splits its inputs where its grid is small: short prompts, where the
 // 8B's 4096-row projections are 32 blocks of 128 rows at 64 tokens on an H200's 132 SMs, each
-// block walking all 4096 (or 14336) inputs. ~kMmaSplitBlocks blocks in all, the parts whole
-// units of `unit` inputs (the weight layout's: a repacked Q6_K row's groups of 2048, 256 for
-// the other repacked types and the K-quants, else a step's 64), summed by launch_split_sum.
-// Counted in 64-token tiles whatever the tile width, so both widths split alike (the same bits).
-MmaSplit mma_split_by(int64_t unit, int64_t n_in, int64_t n_out, int64_t n_tok) {
+// block walking all 4096 (or 14336) inputs. The parts are whole units of `unit` inputs (the
+// weight layout's: a repacked Q6_K row's groups of 2048, 256 for the other repacked types and the
+// K-quants, else a step's 64). Counted in 64-token tiles whatever the tile width, so both widths
+// split alike (the same bits).
+InputSplit mma_split_by(int64_t unit, int64_t n_in, int64_t n_out, int64_t n_tok) {
+    if (n_tok <= kMatvecMaxTokens) return {n_in, 1};
     const int64_t blocks = ((n_out + kRows - 1) / kRows) * ((n_tok + kToks - 1) / kToks);
-    if (n_tok <= kMatvecMaxTokens || n_in % unit != 0 || blocks * 2 > kMmaSplitBlocks)
-        return {n_in, 1};
-    const int64_t units = n_in / unit;
-    const int64_t splits = std::min((kMmaSplitBlocks + blocks - 1) / blocks, units);
-    if (splits < 2) return {n_in, 1};
-    const int64_t k_split = (units + splits - 1) / splits * unit;
-    return {k_split, (n_in + k_split - 1) / k_split};
+    return split_inputs(blocks, n_in, unit, n_in / unit);
 }
 
-MmaSplit mma_split(DType kind, int64_t n_in, int64_t n_out, int64_t n_tok) {
+InputSplit mma_split(DType kind, int64_t n_in, int64_t n_out, int64_t n_tok) {
     const int64_t unit = is_packed(kind)
                              ? packed_group_weights(kind)
                              : std::max<int64_t>(kMmaStepK, dtype_traits(kind).block_elems);
     return mma_split_by(unit, n_in, n_out, n_tok);
 }
 
-// The launch's inputs split (MmaSplit: grid.z parts of k_split inputs, w_split bytes of a row).
+// The launch's inputs split (InputSplit: grid.z parts of k_split inputs, w_split bytes of a row).
 struct MmaLaunch {
     dim3 grid;
     int64_t k_split, w_split;
 };
 
+// Tiles of 128 tokens where the step has more than 64 (in.wide): each weight is dequantised once
+// per 128 tokens and each fragment loaded from shared memory meets twice the products. H200, 8B
+// pp512 (docs/hip.md, session 25): Q4_0 8460-8663 (64-token tiles) -> 9826-9839 tok/s, Q8_0 +18 %,
+// Q4_K +19 %; at most 64 tokens the narrower tile does no work on padding.
 template <DType T, int Mode>
 void launch_mode(MmaLaunch l, const uint8_t* w, int64_t n_in, int64_t stride, int64_t n_out,
                  const void* x, int64_t n_tok, bool wide, const float* bias, float* out,
@@ -189,7 +182,7 @@ void launch_to_f16(const float* x, int64_t n, uint16_t* y, hipStream_t s) {
 
 uint64_t mat_mul_mma_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok) {
     // The finest split any layout takes (kMmaStepK inputs a unit) needs the most room.
-    const MmaSplit sp = mma_split_by(kMmaStepK, n_in, n_out, n_tok);
+    const InputSplit sp = mma_split_by(kMmaStepK, n_in, n_out, n_tok);
     return sp.splits > 1 ? uint64_t(sp.splits) * uint64_t(n_tok) * uint64_t(n_out) : 0;
 }
 
@@ -204,7 +197,7 @@ bool launch_mat_mul_mma(DType kind, const void* w, int64_t n_in, int64_t n_out, 
     const int64_t gx = (n_out + kRows - 1) / kRows, gy = (n_tok + kToks - 1) / kToks;
     if (gx > kMaxGridX || gy > kMaxGridY) return false;
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
-    const MmaSplit plan = mma_split(kind, n_in, n_out, n_tok);
+    const InputSplit plan = mma_split(kind, n_in, n_out, n_tok);
     const bool split = plan.splits > 1 && split_scratch &&
                        uint64_t(plan.splits) * uint64_t(n_tok) * uint64_t(n_out) <= split_floats;
     const MmaLaunch l{
