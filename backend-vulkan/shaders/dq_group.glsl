@@ -36,9 +36,10 @@ float q8_byte(int q, uint i) { return float((q << (24 - 8 * int(i))) >> 24); }
 // 16-byte aligned weight buffers the header (d, dmin, 12 scale bytes) is one 16-byte load and
 // the group's 32 quant bytes (and Q5_K's 32 qh bytes) two each.
 struct K4Group {
-    float d, m;  // element = d * q - m
-    uint qs, qh;  // the quant bytes and (Q5_K) the qh bytes, as 16-byte indices
-    uint s;       // the group in its super-block
+    float d, m;    // element = d * q - m
+    uvec4 q[2];    // the group's 32 quant bytes
+    uvec4 h[2];    // Q5_K: the super-block's 32 qh bytes (else zero)
+    uint s;        // the group in its super-block
 };
 K4Group k4_group(uint t, Uints w, uint ro, uint g) {
     const uint b = ro + (g >> 3) * (t == T_Q4_K ? 144u : 176u), s = g & 7u;
@@ -57,13 +58,20 @@ K4Group k4_group(uint t, Uints w, uint ro, uint g) {
     K4Group k;
     k.d = lo_f16(hdr.x) * sc;
     k.m = hi_f16(hdr.x) * mn;
-    k.qs = (b + (t == T_Q4_K ? 16u : 48u) + (s >> 1) * 32u) >> 4;
-    k.qh = (b + 16u) >> 4;
+    const uint qs = (b + (t == T_Q4_K ? 16u : 48u) + (s >> 1) * 32u) >> 4;
+    k.q[0] = Uvec4s(w).v[qs];
+    k.q[1] = Uvec4s(w).v[qs + 1u];
+    k.h[0] = k.h[1] = uvec4(0u);
+    if (t == T_Q5_K) {
+        k.h[0] = Uvec4s(w).v[(b + 16u) >> 4];
+        k.h[1] = Uvec4s(w).v[((b + 16u) >> 4) + 1u];
+    }
     k.s = s;
     return k;
 }
-// Element 4j + i of the group from quant word q (and Q5_K's qh word j).
-float k4_value(uint t, K4Group k, uint q, uint qh, uint i) {
+// Element 4j + i of the group (j < 8: its quant word, and Q5_K's qh word, j).
+float k4_value(uint t, K4Group k, uint j, uint i) {
+    const uint q = k.q[j / 4u][j % 4u], qh = k.h[j / 4u][j % 4u];
     uint x = (q >> (8u * i + (k.s & 1u) * 4u)) & 15u;
     if (t == T_Q5_K) x |= ((qh >> (8u * i + k.s)) & 1u) << 4;
     return k.d * float(x) - k.m;
@@ -167,14 +175,8 @@ void dq_group(uint t, Uints w, uint ro, uint g, out float v[32]) {
         }
     } else if (t == T_Q4_K || t == T_Q5_K) {
         const K4Group k = k4_group(t, w, ro, g);
-        const uvec4 qa = Uvec4s(w).v[k.qs], qb = Uvec4s(w).v[k.qs + 1u];
-        uvec4 ha = uvec4(0u), hb = uvec4(0u);
-        if (t == T_Q5_K) ha = Uvec4s(w).v[k.qh], hb = Uvec4s(w).v[k.qh + 1u];
-        [[unroll]] for (uint j = 0u; j < 8u; ++j) {
-            const uint q = j < 4u ? qa[j] : qb[j - 4u], qh = j < 4u ? ha[j] : hb[j - 4u];
-            [[unroll]] for (uint i = 0u; i < 4u; ++i)
-                v[4u * j + i] = k4_value(t, k, q, qh, i);
-        }
+        [[unroll]] for (uint j = 0u; j < 8u; ++j)
+            [[unroll]] for (uint i = 0u; i < 4u; ++i) v[4u * j + i] = k4_value(t, k, j, i);
     } else if (t == T_Q6_K || t == T_Q6_KR) {
         const Q6Group k = q6_group(t, w, ro, g);
         [[unroll]] for (uint j = 0u; j < 8u; ++j) {

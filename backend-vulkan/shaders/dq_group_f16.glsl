@@ -46,19 +46,11 @@ void dq_group_f16(uint t, Uints w, uint ro, uint g, out uvec4 o[4]) {
         }
     } else if (t == T_Q4_K || t == T_Q5_K) {
         const K4Group k = k4_group(t, w, ro, g);
-        const uvec4 qa = Uvec4s(w).v[k.qs], qb = Uvec4s(w).v[k.qs + 1u];
-        uvec4 ha = uvec4(0u), hb = uvec4(0u);
-        if (t == T_Q5_K) ha = Uvec4s(w).v[k.qh], hb = Uvec4s(w).v[k.qh + 1u];
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-            const uint a = c < 2u ? qa[2u * c] : qb[2u * c - 4u];
-            const uint b = c < 2u ? qa[2u * c + 1u] : qb[2u * c - 3u];
-            const uint ah = c < 2u ? ha[2u * c] : hb[2u * c - 4u];
-            const uint bh = c < 2u ? ha[2u * c + 1u] : hb[2u * c - 3u];
-            o[c] = pack8(k4_value(t, k, a, ah, 0u), k4_value(t, k, a, ah, 1u),
-                         k4_value(t, k, a, ah, 2u), k4_value(t, k, a, ah, 3u),
-                         k4_value(t, k, b, bh, 0u), k4_value(t, k, b, bh, 1u),
-                         k4_value(t, k, b, bh, 2u), k4_value(t, k, b, bh, 3u));
-        }
+        [[unroll]] for (uint c = 0u; c < 4u; ++c)
+            o[c] = pack8(k4_value(t, k, 2u * c, 0u), k4_value(t, k, 2u * c, 1u),
+                         k4_value(t, k, 2u * c, 2u), k4_value(t, k, 2u * c, 3u),
+                         k4_value(t, k, 2u * c + 1u, 0u), k4_value(t, k, 2u * c + 1u, 1u),
+                         k4_value(t, k, 2u * c + 1u, 2u), k4_value(t, k, 2u * c + 1u, 3u));
     } else if (t == T_Q6_K || t == T_Q6_KR) {
         const Q6Group k = q6_group(t, w, ro, g);
         [[unroll]] for (uint c = 0u; c < 4u; ++c) {

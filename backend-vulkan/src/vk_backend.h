@@ -244,8 +244,8 @@ class VulkanBackend final : public Backend {
                 x16 ? 1u : 0u, toks};
     }
     // Tokens a tile of a dense cooperative-matrix matmul over n_tok tokens of weight type
-    // `spec_type` (x16 as coopmat_spec's): 128 past 64 tokens for repacked Q4_0 and Q8_0 where
-    // the wide pipeline builds, else 64.
+    // `spec_type` (x16 as coopmat_spec's): 128 past 64 tokens for repacked Q4_0 and Q8_0, Q5_K
+    // and Q6_K where the wide pipeline builds, else 64.
     uint32_t coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t n_tok);
     // A dense prefill matmul's input x [rows, n_in] as f16 in x16_buf_ (to_f16.comp), made
     // unless it already holds it (x16_src_); {} where the buffer is too small.
@@ -358,8 +358,8 @@ class VulkanBackend final : public Backend {
     // (TANDEM_VK_COOPMAT_TOKS=64 keeps 64; so does a device whose shared memory is too small or
     // whose driver refuses the wide pipeline).
     bool coopmat_wide_ = true;
-    // TANDEM_VK_COOPMAT_TOKS=128: every weight type in the wide tiles, not repacked Q4_0 / Q8_0
-    // only.
+    // TANDEM_VK_COOPMAT_TOKS=128: every weight type in the wide tiles, not only those
+    // coopmat_tile_toks picks.
     bool coopmat_wide_all_ = false;
     bool matmul_split_ = true;  // TANDEM_VK_MATMUL_SPLIT=0: the tiled matmul never splits
     uint32_t q8_rows_ = 2;

@@ -216,7 +216,7 @@ TEST_P(ElementOps, RopeFactorsSharedByLayersAndApart) {
             const TensorId in = g.input(x.data(), width, T);
             const TensorId p = g.input(pos.data(), T, 1, DType::I32);
             const TensorId a1 = g.weight(b, fa);
-            const GraphTensor& a1t = g.g.tensor(a1);
+            const GraphTensor a1t = g.g.tensor(a1);  // a copy: weight() may move the list
             const TensorId a2 = g.g.weight(a1t.slot, "w-again", a1t.type, a1t.ne);
             const TensorId f = g.weight(b, fb);
             const TensorId factors[3] = {a1, a2, f};
