@@ -45,6 +45,10 @@ layout(constant_id = 6) const uint BN = 64u;
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
+    // Not MOE: the 32-input groups a split sums (0: all; else even, whole 64-input steps). Split
+    // z = gl_WorkGroupID.z takes groups [z k_groups, (z + 1) k_groups) into y + z n_tok n_out,
+    // which split_sum.comp adds with the bias (short prompts: their grids are small).
+    uint k_groups;
     // MOE only: moe_lists.comp's lists (offsets, slots at slots_at, tiles at tiles_at), the
     // route, up's weights and output; expert_bytes apart in w / w1.
     Uints lists; Floats route; Uints w1; Floats y1;
@@ -91,11 +95,15 @@ void main() {
         [[unroll]] for (uint j = 0u; j < WN; ++j) acc[i][j] = MAT_C(0.0);
 
     const uint n_groups = p.n_in / 32u;
+    const uint z = MOE != 0u ? 0u : gl_WorkGroupID.z;
+    const uint kg = p.k_groups == 0u ? n_groups : p.k_groups;
+    const uint g_end = min(n_groups, (z + 1u) * kg);
+    const uint y0 = z * p.n_tok * p.n_out;  // this split's part of y
     const uint my_row = tid % BM, my_half = tid / BM;  // the group this invocation dequantises
-    for (uint g0 = 0u; g0 < n_groups; g0 += 2u) {
+    for (uint g0 = z * kg; g0 < g_end; g0 += 2u) {
         const uint g = g0 + my_half;
         uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));
-        if (m0 + my_row < p.n_out && g < n_groups) {
+        if (m0 + my_row < p.n_out && g < g_end) {
             const uint ro = wbase + (m0 + my_row) * p.row_bytes;
             if (F16_DECODE != 0u && TYPE == T_Q4_0R)
                 dq_group_q4_0r_f16(w, ro, g, o);
@@ -160,7 +168,7 @@ void main() {
                             p.weighted != 0u ? v * p.route.v[2u * slot + 1u] : v;
                     }
                 } else if (o < p.n_out && t < p.n_tok) {
-                    p.y.v[t * p.n_out + o] =
+                    p.y.v[y0 + t * p.n_out + o] =
                         cs[sg * 256u + idx] + (p.has_bias != 0u ? p.bias.v[o] : 0.0);
                 }
             }

@@ -61,6 +61,8 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     if (const char* m = std::getenv("TANDEM_VK_MOE_Q8")) moe_q8_ = std::string(m) != "0";
     if (const char* m = std::getenv("TANDEM_VK_MATMUL_SPLIT"))
         matmul_split_ = std::string(m) != "0";
+    if (const char* m = std::getenv("TANDEM_VK_SPLIT_WORKGROUPS"); m && std::atoi(m) > 0)
+        split_workgroups_ = std::atoi(m);
     if (const char* m = std::getenv("TANDEM_VK_MOE_COOPMAT")) moe_coopmat_ = std::string(m) != "0";
     ctx_ = std::make_unique<Context>(pd);
     pipelines_ = std::make_unique<Pipelines>(ctx_->device());

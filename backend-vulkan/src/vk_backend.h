@@ -44,7 +44,12 @@ struct StepParams {
 struct MatPush {
     uint64_t w, x, y, bias;
     uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
-    uint32_t k_groups = 0;  // matmul_tiled.comp: 32-input groups a split sums (0: all)
+    uint32_t k_groups = 0;  // matmul_tiled / matmul_coopmat: 32-input groups a split sums (0: all)
+};
+// How a prefill matmul splits its inputs (VulkanBackend::tiled_split, coopmat_split): the 32-input
+// groups a split sums and the splits (1: unsplit).
+struct InputSplit {
+    uint32_t k_groups, splits;
 };
 // Push constants of attention.comp, attention_flash.comp and attention_flash_coopmat.comp.
 struct AttnPush {
@@ -311,15 +316,19 @@ class VulkanBackend final : public Backend {
     // Sizes the MoE buffer for the graph's expert FFNs before recording (so no buffer moves
     // while a step is recorded).
     void ensure_moe_buffer(const Graph& g);
-    // How a tiled matmul splits its inputs where its grid is small (a router's 128 rows: 16
-    // workgroups at 512 tokens), so that ~256 workgroups run: the 32-input groups a split sums
-    // and the splits (1: all groups, unsplit). ensure_split_buffer sizes split_buf_ for the
-    // graph's splits (before recording).
-    struct TiledSplit {
-        uint32_t k_groups, splits;
-    };
-    static TiledSplit tiled_split(int64_t n_in, int64_t n_out, int64_t n_tok);
+    // How a prefill matmul splits its inputs where its grid is small, so that ~256 workgroups
+    // run: the tiled kernel's for a router's 128 rows (16 workgroups at 512 tokens), the
+    // cooperative-matrix one's for short prompts (an 8B's 4096 rows at 16 tokens: 32 workgroups
+    // of 128 rows, each walking all 4096 or 14336 inputs). ensure_split_buffer sizes split_buf_
+    // for the graph's splits (before recording); record_split_matmul runs one.
+    static InputSplit tiled_split(int64_t n_in, int64_t n_out, int64_t n_tok);
+    // Counted in 64-token tiles whatever the tile (64 or 128 tokens), so both forms split alike
+    // and give the same bits.
+    InputSplit coopmat_split(int64_t n_in, int64_t n_out, int64_t n_tok) const;
     void ensure_split_buffer(const Graph& g);
+    void record_split_matmul(const char* shader, const std::vector<uint32_t>& spec,
+                             const MatPush& p, InputSplit split, uint32_t gx, uint32_t gy,
+                             const Ref& x, const Ref& bias, const Ref& y);
 
     DeviceInfo info_;
     PhysicalDevice pd_;
@@ -361,7 +370,8 @@ class VulkanBackend final : public Backend {
     // TANDEM_VK_COOPMAT_TOKS=128: every weight type in the wide tiles, not only those
     // coopmat_tile_toks picks.
     bool coopmat_wide_all_ = false;
-    bool matmul_split_ = true;  // TANDEM_VK_MATMUL_SPLIT=0: the tiled matmul never splits
+    bool matmul_split_ = true;        // TANDEM_VK_MATMUL_SPLIT=0: the prefill matmuls never split
+    int64_t split_workgroups_ = 256;  // coopmat_split's aim (TANDEM_VK_SPLIT_WORKGROUPS, tuning)
     uint32_t q8_rows_ = 2;
     bool q8_rows_set_ = false;  // TANDEM_VK_Q8_ROWS given: every type takes q8_rows_
     bool q8_share_ = true;

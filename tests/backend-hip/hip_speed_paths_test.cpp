@@ -391,44 +391,15 @@ TEST(HipSpeedPaths, PrefillTileWidthsSameBits) {
 }
 
 // Short prompts: the matrix-unit matmul splits its inputs where its grid is small (4096 inputs
-// of repacked Q4_0: 16 parts of 256 inputs; Q6_K: 2 of 2048; Q4_K 16 of 256), the parts summed
-// after. Against the same backend with TANDEM_HIP_MATMUL_SPLIT=0 (unsplit): both within the f32
-// sums' rounding of a double sum over the f16-rounded inputs, and some element's bits differ
-// (the other summation order), so the split ran.
+// of repacked Q4_0: 16 parts of 256 inputs; Q6_K: 2 of 2048; Q4_K 16 of 256), against
+// TANDEM_HIP_MATMUL_SPLIT=0 (fused_path_checks.h).
 TEST(HipSpeedPaths, PrefillShortPromptsSplitOverInputs) {
     TANDEM_HIP_OR_SKIP(split);
     if (!split->device().f16_prefill_matmul)
         GTEST_SKIP() << "no matrix-unit prefill on this device: " << split->device().notes;
     const ScopedEnv off("TANDEM_HIP_MATMUL_SPLIT", "0");
     TANDEM_HIP_OR_SKIP(whole);
-    const int64_t n_in = 4096;
-    for (const DType type : {DType::Q4_0, DType::Q6_K, DType::Q4_K}) {
-        const QuantWeight w(type, {n_in, 192, 1}, 31);
-        QuantWeight w16 = w;
-        for (float& v : w16.values) v = round_f16(v);
-        for (const int64_t T : {int64_t(9), int64_t(64), int64_t(100)}) {
-            auto x = random_floats(size_t(n_in * T), uint32_t(T), -2.0f, 2.0f);
-            std::vector<float> x16(x.size());
-            for (size_t i = 0; i < x.size(); ++i) x16[i] = round_f16(x[i]);
-            auto run = [&](Backend& be) {
-                OpGraph g;
-                std::vector<float> y;
-                g.node(Op::MatMul, g.output(y, 192, T),
-                       {g.weight(be, w), g.input(x.data(), n_in, T)});
-                g.run(be);
-                return y;
-            };
-            const auto ys = run(*split), yw = run(*whole);
-            const std::string what = std::string(dtype_name(type)) + " T=" + std::to_string(T);
-            const auto ref = ref_matmul(w16, x16, T);
-            EXPECT_LT(reported_nmse(what + " split", ys, ref), 1e-9) << what;
-            EXPECT_LT(reported_nmse(what + " unsplit", yw, ref), 1e-9) << what;
-            size_t differ = 0;
-            for (size_t e = 0; e < ys.size(); ++e)
-                differ += std::bit_cast<uint32_t>(ys[e]) != std::bit_cast<uint32_t>(yw[e]);
-            EXPECT_GT(differ, 0u) << what << ": the same bits as unsplit, so no split ran";
-        }
-    }
+    expect_prefill_split_matches_unsplit(*split, *whole, true);
 }
 
 TEST(HipSpeedPaths, Q8MatvecsSharingAnInputFused) {

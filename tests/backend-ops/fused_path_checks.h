@@ -689,6 +689,51 @@ inline void expect_prefill_forms_same_bits(Backend& a, Backend& b,
     }
 }
 
+// Short prompts: a prefill matmul splits its inputs where its grid is small (4096 inputs by 192
+// rows: a few tiles), the parts summed after with the bias. `split` against `whole` (the same
+// backend with its split turned off), at 9, 64 and 100 tokens of Q4_0, Q6_K and Q4_K (repacked
+// or not), one with a bias: both within the f32 sums' rounding of a double sum (over f16-rounded
+// weights and inputs where the backend multiplies in f16: `f16`), and some element's bits
+// differ (the other summation order), so the split ran.
+inline void expect_prefill_split_matches_unsplit(Backend& split, Backend& whole, bool f16) {
+    const int64_t n_in = 4096, n_out = 192;
+    const auto rounded = [f16](std::vector<float> v) {
+        if (f16)
+            for (float& e : v) e = round_f16(e);
+        return v;
+    };
+    const QuantWeight bias(DType::F32, {n_out, 1, 1}, 9);
+    for (const DType type : {DType::Q4_0, DType::Q6_K, DType::Q4_K}) {
+        const QuantWeight w(type, {n_in, n_out, 1}, 31);
+        QuantWeight w_ref = w;
+        w_ref.values = rounded(w.values);
+        const bool biased = type == DType::Q6_K;
+        for (const int64_t T : {int64_t(9), int64_t(64), int64_t(100)}) {
+            auto x = random_floats(size_t(n_in * T), uint32_t(T), -2.0f, 2.0f);
+            auto run = [&](Backend& be) {
+                OpGraph g;
+                std::vector<float> y;
+                const TensorId wt = g.weight(be, w), xt = g.input(x.data(), n_in, T);
+                if (biased)
+                    g.node(Op::MatMul, g.output(y, n_out, T), {wt, xt, g.weight(be, bias)});
+                else
+                    g.node(Op::MatMul, g.output(y, n_out, T), {wt, xt});
+                g.run(be);
+                return y;
+            };
+            const auto ys = run(split), yw = run(whole);
+            const std::string what = std::string(dtype_name(type)) + " T=" + std::to_string(T);
+            const auto ref = ref_matmul(w_ref, rounded(x), T, biased ? &bias.values : nullptr);
+            EXPECT_LT(reported_nmse(what + " split", ys, ref), 1e-9) << what;
+            EXPECT_LT(reported_nmse(what + " unsplit", yw, ref), 1e-9) << what;
+            size_t differ = 0;
+            for (size_t e = 0; e < ys.size(); ++e)
+                differ += std::bit_cast<uint32_t>(ys[e]) != std::bit_cast<uint32_t>(yw[e]);
+            EXPECT_GT(differ, 0u) << what << ": the same bits as unsplit, so no split ran";
+        }
+    }
+}
+
 // The expert FFN's prefill on matrix units (HIP hip_moe_mma.hip, Vulkan matmul_coopmat.comp
 // MOE): against a double reference over the f16 roundings the kernels make (weights, the
 // tokens' x, the hidden rows before down), with runs of more than 64 slots an expert (two

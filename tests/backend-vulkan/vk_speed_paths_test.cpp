@@ -401,6 +401,16 @@ TEST(VulkanSpeedPaths, PrefillTileWidthsSameBits) {
     expect_prefill_forms_same_bits(*wide, *be, {40, 70, 200});
 }
 
+// Short prompts: the prefill matmul (cooperative matrices where the device has them, else the
+// f32 tiles) splits its inputs where its grid is small (4096 inputs by 192 rows at 9 tokens:
+// 32 parts of 128 inputs), against TANDEM_VK_MATMUL_SPLIT=0 (fused_path_checks.h).
+TEST(VulkanSpeedPaths, PrefillShortPromptsSplitOverInputs) {
+    TANDEM_VULKAN_OR_SKIP(split);
+    const ScopedEnv off("TANDEM_VK_MATMUL_SPLIT", "0");
+    TANDEM_VULKAN_OR_SKIP(whole);
+    expect_prefill_split_matches_unsplit(*split, *whole, split->device().f16_prefill_matmul);
+}
+
 // A Rope whose output the next node stores into the KV cache writes the cache rows itself (one
 // dispatch; fused_path_checks.h).
 TEST(VulkanSpeedPaths, RopeWritesTheKvCacheItself) {
