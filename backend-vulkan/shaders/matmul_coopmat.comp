@@ -42,6 +42,12 @@ layout(constant_id = 5) const uint X16 = 0;
 // Tokens a tile: 64, or 128 for dense steps of more than 64 tokens (each weight dequantised once
 // per 128 tokens, each A fragment meeting twice the B fragments; MOE keeps 64, its lists' unit).
 layout(constant_id = 6) const uint BN = 64u;
+// 4: the four 16-deep product steps of a 64-input step rolled, not unrolled: fewer fragments in
+// flight, fewer registers. The H200's driver gave the 128-token tile of repacked Q4_0 130
+// registers an invocation unrolled (one 256-invocation workgroup an SM), 122 rolled (two): 8B
+// pp512 9914 -> 11169 tok/s, the same bits (docs/vulkan.md, session 27). 2: the activations
+// staged before the weights (+1-2 % measured; not a default). vk_matmul_plan.cpp picks it.
+layout(constant_id = 7) const uint STAGE = 0u;
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes; uint has_bias;
@@ -70,6 +76,32 @@ shared float cs[8u * 256u];      // a 16 x 16 result fragment per subgroup, toke
 #define MAT_C fcoopmatNV<32, 3, 16, 16>
 
 const uint NONE = 0xFFFFFFFFu;
+
+// Run k of the activations' staging: BN / 32 runs of 8 per invocation, 8 invocations on a token
+// (a token's 8 inputs at column g0 * 32 + c * 8 as f16 into xt).
+void stage_x(uint tid, uint k, uint n0, uint g0, uint base, uint live) {
+    const uint i = tid + k * 256u, tok = i / 8u, c = i % 8u;
+    const uint col = g0 * 32u + c * 8u;
+    uint t = n0 + tok;  // the activation row
+    if (MOE != 0u) {
+        const uint slot = tok < live ? p.lists.v[p.slots_at + base + tok] : NONE;
+        t = slot == NONE ? NONE : (p.per_token != 0u ? slot / p.k : slot);
+    }
+    uvec4 q = uvec4(0u);
+    if (X16 != 0u) {
+        if (t < p.n_tok && col < p.n_in) q = Uvec4s(p.x).v[(t * p.n_in + col) / 8u];
+    } else if ((MOE != 0u ? t != NONE : t < p.n_tok) && col < p.n_in) {
+        // Two 16-byte loads (the host keeps x 16-byte aligned): eight 4-byte loads here had the
+        // H100 at 0.76x the pp512 (6140 against 8050 tok/s, Q4_0).
+        const uint at = (t * p.n_in + col) / 4u;
+        // Saturated at f16's largest finite value (as HIP's tiles): packHalf2x16 makes an
+        // activation beyond it inf, and the row's outputs inf or NaN.
+        const vec4 a = clamp(Vec4s(p.x).v[at], -65504.0, 65504.0),
+                   b = clamp(Vec4s(p.x).v[at + 1u], -65504.0, 65504.0);
+        q = pack8(a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
+    }
+    xt[tok * LDK4 + c] = q;
+}
 
 void main() {
     const uint tid = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
@@ -100,53 +132,44 @@ void main() {
     const uint g_end = min(n_groups, (z + 1u) * kg);
     const uint y0 = z * p.n_tok * p.n_out;  // this split's part of y
     const uint my_row = tid % BM, my_half = tid / BM;  // the group this invocation dequantises
+    // The weights' staging: invocation (my_row, my_half)'s group of the step, as f16 into ws.
+#define STAGE_W                                                                              \
+    {                                                                                        \
+        const uint g = g0 + my_half;                                                         \
+        uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));                  \
+        if (m0 + my_row < p.n_out && g < g_end) {                                            \
+            const uint ro = wbase + (m0 + my_row) * p.row_bytes;                             \
+            if (F16_DECODE != 0u && TYPE == T_Q4_0R)                                         \
+                dq_group_q4_0r_f16(w, ro, g, o);                                             \
+            else                                                                             \
+                dq_group_f16(TYPE, w, ro, g, o);                                             \
+        }                                                                                    \
+        [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[my_row * LDK4 + my_half * 4u + c] = o[c]; \
+    }
     for (uint g0 = z * kg; g0 < g_end; g0 += 2u) {
-        const uint g = g0 + my_half;
-        uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));
-        if (m0 + my_row < p.n_out && g < g_end) {
-            const uint ro = wbase + (m0 + my_row) * p.row_bytes;
-            if (F16_DECODE != 0u && TYPE == T_Q4_0R)
-                dq_group_q4_0r_f16(w, ro, g, o);
-            else
-                dq_group_f16(TYPE, w, ro, g, o);
-        }
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[my_row * LDK4 + my_half * 4u + c] = o[c];
+        if ((STAGE & 2u) == 0u) STAGE_W
         // BN tokens x 64 inputs: BN / 32 runs of 8 per invocation, 8 invocations on a token.
-        [[unroll]] for (uint k = 0u; k < BN / 32u; ++k) {
-            const uint i = tid + k * 256u, tok = i / 8u, c = i % 8u;
-            const uint col = g0 * 32u + c * 8u;
-            uint t = n0 + tok;  // the activation row
-            if (MOE != 0u) {
-                const uint slot = tok < live ? p.lists.v[p.slots_at + base + tok] : NONE;
-                t = slot == NONE ? NONE : (p.per_token != 0u ? slot / p.k : slot);
-            }
-            uvec4 q = uvec4(0u);
-            if (X16 != 0u) {
-                if (t < p.n_tok && col < p.n_in) q = Uvec4s(p.x).v[(t * p.n_in + col) / 8u];
-            } else if ((MOE != 0u ? t != NONE : t < p.n_tok) && col < p.n_in) {
-                // Two 16-byte loads (the host keeps x 16-byte aligned): eight 4-byte loads
-                // here had the H100 at 0.76x the pp512 (6140 against 8050 tok/s, Q4_0).
-                const uint at = (t * p.n_in + col) / 4u;
-                // Saturated at f16's largest finite value (as HIP's tiles): packHalf2x16 makes
-                // an activation beyond it inf, and the row's outputs inf or NaN.
-                const vec4 a = clamp(Vec4s(p.x).v[at], -65504.0, 65504.0),
-                           b = clamp(Vec4s(p.x).v[at + 1u], -65504.0, 65504.0);
-                q = pack8(a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
-            }
-            xt[tok * LDK4 + c] = q;
-        }
+        [[unroll]] for (uint k = 0u; k < BN / 32u; ++k) stage_x(tid, k, n0, g0, base, live);
+        if ((STAGE & 2u) != 0u) STAGE_W
         barrier();
-        [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) {
-            MAT_A a[2];
-            [[unroll]] for (uint i = 0u; i < 2u; ++i)
-                coopMatLoadNV(a[i], ws, (sm + 16u * i) * LDK4 + kk / 8u, LDK4, false);
-            [[unroll]] for (uint j = 0u; j < WN; ++j) {
-                // B(k, n) = xt[n][k]: column-major with the token rows as columns.
-                MAT_B b;
-                coopMatLoadNV(b, xt, (sn + 16u * j) * LDK4 + kk / 8u, LDK4, true);
-                [[unroll]] for (uint i = 0u; i < 2u; ++i)
-                    acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);
-            }
+        // One 16-deep product step kk: each subgroup's 2 x WN fragments (B(k, n) = xt[n][k]:
+        // column-major with the token rows as columns).
+#define PRODUCTS                                                                             \
+    {                                                                                        \
+        MAT_A a[2];                                                                          \
+        [[unroll]] for (uint i = 0u; i < 2u; ++i)                                            \
+            coopMatLoadNV(a[i], ws, (sm + 16u * i) * LDK4 + kk / 8u, LDK4, false);           \
+        [[unroll]] for (uint j = 0u; j < WN; ++j) {                                          \
+            MAT_B b;                                                                         \
+            coopMatLoadNV(b, xt, (sn + 16u * j) * LDK4 + kk / 8u, LDK4, true);               \
+            [[unroll]] for (uint i = 0u; i < 2u; ++i)                                        \
+                acc[i][j] = coopMatMulAddNV(a[i], b, acc[i][j]);                             \
+        }                                                                                    \
+    }
+        if ((STAGE & 4u) != 0u) {
+            [[dont_unroll]] for (uint kk = 0u; kk < BK; kk += 16u) PRODUCTS
+        } else {
+            [[unroll]] for (uint kk = 0u; kk < BK; kk += 16u) PRODUCTS
         }
         barrier();
     }

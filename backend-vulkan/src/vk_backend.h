@@ -245,9 +245,18 @@ class VulkanBackend final : public Backend {
     // x16: its activations are f16 rows (to_f16.comp); toks: tokens a tile (64 or 128).
     std::vector<uint32_t> coopmat_spec(uint32_t spec_type, bool moe, bool x16 = false,
                                        uint32_t toks = 64) const {
-        return {spec_type,     16u, 16u, moe ? 1u : 0u, coopmat_f16_decode_ ? 1u : 0u,
-                x16 ? 1u : 0u, toks};
+        return {spec_type,
+                16u,
+                16u,
+                moe ? 1u : 0u,
+                coopmat_f16_decode_ ? 1u : 0u,
+                x16 ? 1u : 0u,
+                toks,
+                coopmat_stage(spec_type, toks)};
     }
+    // matmul_coopmat.comp's STAGE for a weight type and tile width (TANDEM_VK_COOPMAT_STAGE
+    // for every one where set).
+    uint32_t coopmat_stage(uint32_t spec_type, uint32_t toks) const;
     // Tokens a tile of a dense cooperative-matrix matmul over n_tok tokens of weight type
     // `spec_type` (x16 as coopmat_spec's): 128 past 64 tokens for repacked Q4_0 and Q8_0, Q5_K
     // and Q6_K where the wide pipeline builds, else 64.
@@ -370,6 +379,7 @@ class VulkanBackend final : public Backend {
     // TANDEM_VK_COOPMAT_TOKS=128: every weight type in the wide tiles, not only those
     // coopmat_tile_toks picks.
     bool coopmat_wide_all_ = false;
+    int coopmat_stage_ = -1;          // TANDEM_VK_COOPMAT_STAGE (-1: coopmat_stage's choice)
     bool matmul_split_ = true;        // TANDEM_VK_MATMUL_SPLIT=0: the prefill matmuls never split
     int64_t split_workgroups_ = 256;  // coopmat_split's aim (TANDEM_VK_SPLIT_WORKGROUPS, tuning)
     uint32_t q8_rows_ = 2;

@@ -1,6 +1,7 @@
 #include "vk_context.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "tandem/common/error.h"
@@ -75,6 +76,23 @@ Context::Context(const PhysicalDevice& pd) : pd_(pd) {
         size_control.computeFullSubgroups = pd.full_subgroups ? VK_TRUE : VK_FALSE;
         size_control.pNext = want12.pNext;
         want12.pNext = &size_control;
+    }
+    // TANDEM_VK_PIPELINE_STATS=1: the driver's statistics of each pipeline (registers, spills),
+    // for tuning runs.
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    if (const char* s = std::getenv("TANDEM_VK_PIPELINE_STATS");
+        s && std::string(s) != "0" && pd.pipeline_executable_ext) {
+        VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+        f.pNext = &exec;
+        vkGetPhysicalDeviceFeatures2(pd.handle, &f);
+        pipeline_stats_ = exec.pipelineExecutableInfo == VK_TRUE;
+        exec.pNext = nullptr;
+        if (pipeline_stats_) {
+            exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+            exec.pNext = want12.pNext;
+            want12.pNext = &exec;
+        }
     }
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     dci.pNext = &want;

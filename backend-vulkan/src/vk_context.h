@@ -51,6 +51,8 @@ class Context {
     VkCommandPool command_pool() const { return pool_; }
     const PhysicalDevice& physical() const { return pd_; }
     uint32_t subgroup_size() const { return pd_.subgroup_size; }
+    // TANDEM_VK_PIPELINE_STATS asked and VK_KHR_pipeline_executable_properties enabled for it.
+    bool pipeline_stats() const { return pipeline_stats_; }
     // Every vkAllocateMemory of this context (buffers of the backend and the staging buffer),
     // counted where it happens: bytes held now, the most held at once, allocations made.
     uint64_t live_bytes() const { return live_bytes_; }
@@ -80,6 +82,7 @@ class Context {
     VkPhysicalDeviceMemoryProperties mem_{};
     Buffer staging_;
     bool host_import_ = false;  // VK_EXT_external_memory_host enabled
+    bool pipeline_stats_ = false;
     PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_props_ = nullptr;
     uint64_t live_bytes_ = 0, peak_bytes_ = 0, n_allocations_ = 0;
 };

@@ -85,6 +85,8 @@ PhysicalDevice describe(VkInstance instance, VkPhysicalDevice pd) {
     vkEnumerateDeviceExtensionProperties(pd, nullptr, &n_ext, exts.data());
     d.memory_budget_ext = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     d.external_memory_host_ext = has_extension(exts, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+    d.pipeline_executable_ext =
+        has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
     VkPhysicalDeviceSubgroupProperties subgroup{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};

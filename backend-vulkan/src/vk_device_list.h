@@ -21,7 +21,8 @@ struct PhysicalDevice {
     float timestamp_period_ns = 0;  // 0: no timestamps on the compute queue
     bool memory_budget_ext = false;
     bool external_memory_host_ext = false;
-    uint64_t host_import_alignment = 0;  // minImportedHostPointerAlignment (with the extension)
+    bool pipeline_executable_ext = false;  // VK_KHR_pipeline_executable_properties
+    uint64_t host_import_alignment = 0;    // minImportedHostPointerAlignment (with the extension)
     bool shader_float16 = false;
     // VK_KHR_shader_integer_dot_product with its shaderIntegerDotProduct feature (enabled at
     // device creation); accelerated: the 4x8-bit packed signed form is a native instruction.

@@ -1,6 +1,7 @@
 // Which kernel runs a MatMul node and with what specialisation: matvec (decode and small
 // batches; every weight type and row length) or the 64x64 tiled kernel (prefill), within the
 // device's workgroup-size and shared-memory limits.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -114,6 +115,17 @@ uint32_t VulkanBackend::coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t 
     return 128;
 }
 
+uint32_t VulkanBackend::coopmat_stage(uint32_t spec_type, uint32_t toks) const {
+    if (coopmat_stage_ >= 0) return uint32_t(coopmat_stage_);
+    // Rolled product steps where they took the tile under 128 registers on the H200 (two
+    // workgroups an SM) and were measured faster: repacked Q4_0's 128-token tile, decoded to
+    // f16 (130 -> 122 registers, 8B pp512 +12.7 %). Repacked Q6_K's wide tile went 130 -> 127
+    // too, but was only measured inside Q4_K_M with Q4_K's wide tile (140 registers, one
+    // workgroup an SM either way), which lost: not switched without its own number.
+    const bool q4_0_f16 = spec_type == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
+    return toks == 128 && q4_0_f16 ? 4u : 0u;
+}
+
 // Chooses the matvec kernel and shape for the device and reads TANDEM_VK_MATVEC ("wg,rows" or
 // "wg,rows,direct": workgroup size and rows per workgroup, powers of two with wg/rows >= 1;
 // direct 1/0 picks matvec_direct.comp or matvec.comp) and TANDEM_VK_TILED=0, for tuning runs.
@@ -152,6 +164,8 @@ void VulkanBackend::read_tuning_env() {
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT_F16DQ"))
         coopmat_f16_decode_ = std::string(c) != "0";
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT_X16")) coopmat_x16_ = std::string(c) != "0";
+    // matmul_coopmat.comp's STAGE bits (2, 4; 0 for neither) for every type, for tuning runs.
+    if (const char* c = std::getenv("TANDEM_VK_COOPMAT_STAGE")) coopmat_stage_ = std::atoi(c) & 6;
     // Tiles of 128 tokens (coopmat_tile_toks): TANDEM_VK_COOPMAT_TOKS=64 never, =128 for every
     // weight type.
     coopmat_wide_ = pd_.max_shared_bytes >= kCoopmatWideShared;

@@ -1,5 +1,7 @@
 #include "vk_pipelines.h"
 
+#include <cstdio>
+
 #include "tandem/common/error.h"
 #include "vk_context.h"
 
@@ -12,7 +14,7 @@ struct EmbeddedShader {
 };
 const EmbeddedShader* embedded_shaders(size_t* n);  // embedded_shaders.cpp (generated)
 
-Pipelines::Pipelines(VkDevice device) : device_(device) {
+Pipelines::Pipelines(VkDevice device, bool stats) : device_(device), stats_(stats) {
     VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
     VkPipelineLayoutCreateInfo lci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     lci.pushConstantRangeCount = 1;
@@ -67,11 +69,63 @@ VkPipeline Pipelines::get(const std::string& shader, const std::vector<uint32_t>
             ci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
     }
     ci.layout = layout_;
+    if (stats_) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkPipeline p = VK_NULL_HANDLE;
     check(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p),
           ("vkCreateComputePipelines(" + shader + ")").c_str());
     pipelines_[key] = p;
+    if (stats_) print_stats(p, shader, spec);
     return p;
+}
+
+// One line per executable of the pipeline: "vulkan pipeline NAME(SPEC) EXECUTABLE: STAT VALUE,
+// ...", the statistics as the driver names them (NVIDIA: register count, local memory, ...).
+void Pipelines::print_stats(VkPipeline p, const std::string& shader,
+                            const std::vector<uint32_t>& spec) {
+    auto props_of = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+        vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
+    auto stats_of = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+        vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
+    if (!props_of || !stats_of) return;
+    std::string name = shader + "(";
+    for (size_t i = 0; i < spec.size(); ++i) name += (i ? "," : "") + std::to_string(spec[i]);
+    name += ")";
+    VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+    info.pipeline = p;
+    uint32_t n = 0;
+    if (props_of(device_, &info, &n, nullptr) != VK_SUCCESS) return;
+    std::vector<VkPipelineExecutablePropertiesKHR> execs(
+        n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+    if (props_of(device_, &info, &n, execs.data()) != VK_SUCCESS) return;
+    for (uint32_t e = 0; e < n; ++e) {
+        VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+        ei.pipeline = p;
+        ei.executableIndex = e;
+        uint32_t m = 0;
+        if (stats_of(device_, &ei, &m, nullptr) != VK_SUCCESS) continue;
+        std::vector<VkPipelineExecutableStatisticKHR> st(
+            m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+        if (stats_of(device_, &ei, &m, st.data()) != VK_SUCCESS) continue;
+        std::string line = "vulkan pipeline " + name + " " + execs[e].name + ":";
+        for (uint32_t i = 0; i < m; ++i) {
+            std::string v;
+            switch (st[i].format) {
+                case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+                    v = st[i].value.b32 ? "yes" : "no";
+                    break;
+                case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+                    v = std::to_string(st[i].value.i64);
+                    break;
+                case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+                    v = std::to_string(st[i].value.u64);
+                    break;
+                default:
+                    v = std::to_string(st[i].value.f64);
+            }
+            line += std::string(i ? ", " : " ") + st[i].name + " " + v;
+        }
+        std::fprintf(stderr, "%s\n", line.c_str());
+    }
 }
 
 void Pipelines::require_subgroup_size(const std::string& shader, uint32_t size, bool full) {

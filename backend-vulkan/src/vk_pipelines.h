@@ -16,7 +16,9 @@ inline constexpr uint32_t kPushConstantBytes = 128;  // the minimum every device
 
 class Pipelines {
   public:
-    explicit Pipelines(VkDevice device);
+    // stats: each pipeline made is printed with the driver's statistics of its code (registers,
+    // spills, shared memory: VK_KHR_pipeline_executable_properties, enabled on the device).
+    explicit Pipelines(VkDevice device, bool stats = false);
     ~Pipelines();
     Pipelines(const Pipelines&) = delete;
     Pipelines& operator=(const Pipelines&) = delete;
@@ -29,7 +31,10 @@ class Pipelines {
     void require_subgroup_size(const std::string& shader, uint32_t size, bool full);
 
   private:
+    void print_stats(VkPipeline p, const std::string& shader, const std::vector<uint32_t>& spec);
+
     VkDevice device_;
+    bool stats_ = false;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
     std::map<std::string, VkShaderModule> modules_;
     std::map<std::pair<std::string, std::vector<uint32_t>>, VkPipeline> pipelines_;

@@ -84,6 +84,39 @@ TEST(VulkanKernelVariants, ProfileModePrintsGpuTimePerOp) {
     EXPECT_EQ(err.find("decode) |"), std::string::npos) << err;
 }
 
+// TANDEM_VK_PIPELINE_STATS=1: each pipeline made is printed with the driver's statistics of its
+// code (VK_KHR_pipeline_executable_properties: NVIDIA's register counts and spills, for tuning
+// runs); a device without the extension says so once and runs as before.
+TEST(VulkanKernelVariants, PipelineStatisticsWhereTheDriverHasThem) {
+    ScopedEnv env("TANDEM_VK_PIPELINE_STATS", "1");
+    testing::internal::CaptureStderr();
+    auto vk = vulkan_backend();
+    std::string err;
+    if (vk) {
+        QuantWeight w(DType::Q4_0, {256, 40, 1}, 1);
+        auto x = random_floats(256 * 2, 2);
+        std::vector<float> out;
+        OpGraph g;
+        g.node(Op::MatMul, g.output(out, 40, 2), {g.weight(*vk, w), g.input(x.data(), 256, 2)});
+        g.run(*vk);
+        EXPECT_LT(nmse(out, ref_matmul(w, x, 2)), 1e-4);
+    }
+    err = testing::internal::GetCapturedStderr();
+    if (!vk) GTEST_SKIP() << "no Vulkan backend";
+    const bool none = err.find("has no VK_KHR_pipeline_executable_properties (no statistics)") !=
+                      std::string::npos;
+    const size_t line = err.find("vulkan pipeline matvec");
+    if (none) {
+        EXPECT_EQ(line, std::string::npos) << err;
+        GTEST_SKIP() << "this driver gives no pipeline statistics (the note printed)";
+    }
+    // The matmul's pipeline, with a statistic after the executable's name.
+    ASSERT_NE(line, std::string::npos) << err;
+    const std::string text = err.substr(line, err.find('\n', line) - line);
+    EXPECT_NE(text.find(": "), std::string::npos) << text;
+    std::printf("  %s\n", text.c_str());
+}
+
 // TANDEM_VK_IMPORT=1: weights wrapped in place (VK_EXT_external_memory_host) where the device
 // allows it (lavapipe does), at an offset that is not page-aligned; the results must not change.
 TEST(VulkanKernelVariants, WeightsImportedInPlace) {

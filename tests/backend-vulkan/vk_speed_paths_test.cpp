@@ -7,6 +7,7 @@
 // and consecutive matvecs of one input fused into one dispatch.
 #include <array>
 #include <cstdlib>
+#include <memory>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -383,22 +384,31 @@ TEST(VulkanSpeedPaths, PrefillInputFormsSameBits) {
     expect_prefill_forms_same_bits(*fast, *f32_forms);
 }
 
+// Two Vulkan backends made under other settings (`a`, then `b`: environment variables), whose
+// cooperative-matrix prefill forms must give the same bits (fused_path_checks.h) at 40, 70 and
+// 200 tokens.
+void expect_settings_same_bits(const std::vector<std::pair<const char*, const char*>>& a,
+                               const std::vector<std::pair<const char*, const char*>>& b) {
+    auto make = [](const std::vector<std::pair<const char*, const char*>>& env) {
+        std::vector<std::unique_ptr<ScopedEnv>> set;
+        for (const auto& [name, value] : env)
+            set.push_back(std::make_unique<ScopedEnv>(name, value));
+        return vulkan_backend();
+    };
+    std::unique_ptr<Backend> first = make(a), second = make(b);
+    if (!first || !second) GTEST_SKIP() << "no Vulkan backend";
+    if (!first->device().f16_prefill_matmul)
+        GTEST_SKIP() << "no cooperative-matrix prefill on this device: " << first->device().notes;
+    expect_prefill_forms_same_bits(*first, *second, {40, 70, 200});
+}
+
 // The cooperative-matrix matmul in 128-token tiles past 64 tokens (the default for repacked Q4_0
 // and Q8_0, Q5_K and Q6_K; TANDEM_VK_COOPMAT_TOKS=128: every type) gives the bits of the
 // 64-token tiles (=64): 70 tokens (one part-filled wide tile), 200 (a whole one and a tail), 40
 // (64 in both).
 TEST(VulkanSpeedPaths, PrefillTileWidthsSameBits) {
-    std::unique_ptr<Backend> wide, narrow;
-    {
-        const ScopedEnv toks("TANDEM_VK_COOPMAT_TOKS", "128");
-        TANDEM_VULKAN_OR_SKIP(be);
-        wide = std::move(be);
-    }
-    if (!wide->device().f16_prefill_matmul)
-        GTEST_SKIP() << "no cooperative-matrix prefill on this device: " << wide->device().notes;
-    const ScopedEnv toks("TANDEM_VK_COOPMAT_TOKS", "64");
-    TANDEM_VULKAN_OR_SKIP(be);
-    expect_prefill_forms_same_bits(*wide, *be, {40, 70, 200});
+    expect_settings_same_bits({{"TANDEM_VK_COOPMAT_TOKS", "128"}},
+                              {{"TANDEM_VK_COOPMAT_TOKS", "64"}});
 }
 
 // Short prompts: the prefill matmul (cooperative matrices where the device has them, else the
@@ -409,6 +419,15 @@ TEST(VulkanSpeedPaths, PrefillShortPromptsSplitOverInputs) {
     const ScopedEnv off("TANDEM_VK_MATMUL_SPLIT", "0");
     TANDEM_VULKAN_OR_SKIP(whole);
     expect_prefill_split_matches_unsplit(*split, *whole, split->device().f16_prefill_matmul);
+}
+
+// The cooperative-matrix tile's staging forms (TANDEM_VK_COOPMAT_STAGE: 6, the activations
+// staged before the weights and the product steps rolled; 0, neither; repacked Q4_0's 128-token
+// tile rolls them by default) for every type, in 128-token tiles: the same bits.
+TEST(VulkanSpeedPaths, PrefillStagingFormsSameBits) {
+    expect_settings_same_bits(
+        {{"TANDEM_VK_COOPMAT_TOKS", "128"}, {"TANDEM_VK_COOPMAT_STAGE", "6"}},
+        {{"TANDEM_VK_COOPMAT_TOKS", "128"}, {"TANDEM_VK_COOPMAT_STAGE", "0"}});
 }
 
 // A Rope whose output the next node stores into the KV cache writes the cache rows itself (one
