@@ -14,8 +14,8 @@
 #include <string>
 
 #include "hip_blocks.h"
-#include "hip_input_split.h"
 #include "hip_ops.h"
+#include "tandem/backend/input_split.h"
 
 namespace tandem::hip {
 namespace {
@@ -247,10 +247,8 @@ bool launch_matvec(DType type, const void* w, int64_t n_in, int64_t n_out, const
 }
 
 uint64_t mat_mul_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok) {
-    const InputSplit split = tiled_split(n_in, n_out, n_tok);
-    const uint64_t tiled =
-        split.splits > 1 ? uint64_t(split.splits) * uint64_t(n_tok) * uint64_t(n_out) : 0;
-    return std::max(tiled, mat_mul_mma_split_floats(n_in, n_out, n_tok));
+    return std::max(split_part_floats(tiled_split(n_in, n_out, n_tok), n_tok, n_out),
+                    mat_mul_mma_split_floats(n_in, n_out, n_tok));
 }
 
 void launch_split_sum(const float* parts, int splits, int64_t n, int64_t n_out, const float* bias,
@@ -270,8 +268,8 @@ bool launch_mat_mul_tiled(DType type, const void* w, int64_t n_in, int64_t n_out
         static_cast<int64_t>(row_bytes(file_type(type), static_cast<uint64_t>(n_in)));
     // Split the inputs where the grid is small and the caller gave the room for the parts.
     const InputSplit plan = tiled_split(n_in, n_out, n_tok);
-    const bool split = plan.splits > 1 && split_scratch &&
-                       uint64_t(plan.splits) * uint64_t(n_tok) * uint64_t(n_out) <= split_floats;
+    const uint64_t parts = split_part_floats(plan, n_tok, n_out);
+    const bool split = parts > 0 && split_scratch && parts <= split_floats;
     const int64_t k_split = split ? plan.k_split : n_in, splits = split ? plan.splits : 1;
     const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
                     static_cast<unsigned>(splits)),

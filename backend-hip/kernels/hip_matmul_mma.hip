@@ -9,10 +9,10 @@
 #include <string>
 
 #include "hip_blocks.h"
-#include "hip_input_split.h"
 #include "hip_mma.h"
 #include "hip_mma_tile.h"
 #include "hip_ops.h"
+#include "tandem/backend/input_split.h"
 
 namespace tandem::hip {
 namespace {
@@ -182,8 +182,7 @@ void launch_to_f16(const float* x, int64_t n, uint16_t* y, hipStream_t s) {
 
 uint64_t mat_mul_mma_split_floats(int64_t n_in, int64_t n_out, int64_t n_tok) {
     // The finest split any layout takes (kMmaStepK inputs a unit) needs the most room.
-    const InputSplit sp = mma_split_by(kMmaStepK, n_in, n_out, n_tok);
-    return sp.splits > 1 ? uint64_t(sp.splits) * uint64_t(n_tok) * uint64_t(n_out) : 0;
+    return split_part_floats(mma_split_by(kMmaStepK, n_in, n_out, n_tok), n_tok, n_out);
 }
 
 bool launch_mat_mul_mma(DType kind, const void* w, int64_t n_in, int64_t n_out, const float* x,
@@ -198,8 +197,8 @@ bool launch_mat_mul_mma(DType kind, const void* w, int64_t n_in, int64_t n_out, 
     if (gx > kMaxGridX || gy > kMaxGridY) return false;
     const auto stride = static_cast<int64_t>(row_bytes(type, static_cast<uint64_t>(n_in)));
     const InputSplit plan = mma_split(kind, n_in, n_out, n_tok);
-    const bool split = plan.splits > 1 && split_scratch &&
-                       uint64_t(plan.splits) * uint64_t(n_tok) * uint64_t(n_out) <= split_floats;
+    const uint64_t parts = split_part_floats(plan, n_tok, n_out);
+    const bool split = parts > 0 && split_scratch && parts <= split_floats;
     const MmaLaunch l{
         dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
              static_cast<unsigned>(split ? plan.splits : 1)),

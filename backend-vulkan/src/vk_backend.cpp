@@ -66,10 +66,6 @@ VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd)
     if (const char* m = std::getenv("TANDEM_VK_MOE_COOPMAT")) moe_coopmat_ = std::string(m) != "0";
     ctx_ = std::make_unique<Context>(pd);
     pipelines_ = std::make_unique<Pipelines>(ctx_->device(), ctx_->pipeline_stats());
-    if (const char* s = std::getenv("TANDEM_VK_PIPELINE_STATS");
-        s && std::string(s) != "0" && !ctx_->pipeline_stats())
-        log_info("vulkan: TANDEM_VK_PIPELINE_STATS: '" + pd.info.name +
-                 "' has no VK_KHR_pipeline_executable_properties (no statistics)");
     // The cooperative-matrix kernels lay their tiles out over subgroups of 32.
     if (pd.coopmat_f16 && pd.subgroup_size_control)
         for (const char* shader : {"matmul_coopmat", "attention_flash_coopmat"})

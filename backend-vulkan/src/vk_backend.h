@@ -11,6 +11,7 @@
 
 #include "tandem/backend/backend.h"
 #include "tandem/backend/fusion.h"
+#include "tandem/backend/input_split.h"
 #include "vk_context.h"
 #include "vk_pipelines.h"
 #include "vk_profiler.h"
@@ -45,11 +46,6 @@ struct MatPush {
     uint64_t w, x, y, bias;
     uint32_t n_in, n_out, n_tok, row_bytes, has_bias;
     uint32_t k_groups = 0;  // matmul_tiled / matmul_coopmat: 32-input groups a split sums (0: all)
-};
-// How a prefill matmul splits its inputs (VulkanBackend::tiled_split, coopmat_split): the 32-input
-// groups a split sums and the splits (1: unsplit).
-struct InputSplit {
-    uint32_t k_groups, splits;
 };
 // Push constants of attention.comp, attention_flash.comp and attention_flash_coopmat.comp.
 struct AttnPush {
@@ -257,6 +253,8 @@ class VulkanBackend final : public Backend {
     // matmul_coopmat.comp's STAGE for a weight type and tile width (TANDEM_VK_COOPMAT_STAGE
     // for every one where set).
     uint32_t coopmat_stage(uint32_t spec_type, uint32_t toks) const;
+    // Repacked Q4_0 decoded straight to f16 in the tile (dq_group_q4_0r_f16).
+    bool coopmat_q4_0_f16(uint32_t spec_type) const;
     // Tokens a tile of a dense cooperative-matrix matmul over n_tok tokens of weight type
     // `spec_type` (x16 as coopmat_spec's): 128 past 64 tokens for repacked Q4_0 and Q8_0, Q5_K
     // and Q6_K where the wide pipeline builds, else 64.
@@ -329,15 +327,18 @@ class VulkanBackend final : public Backend {
     // run: the tiled kernel's for a router's 128 rows (16 workgroups at 512 tokens), the
     // cooperative-matrix one's for short prompts (an 8B's 4096 rows at 16 tokens: 32 workgroups
     // of 128 rows, each walking all 4096 or 14336 inputs). ensure_split_buffer sizes split_buf_
-    // for the graph's splits (before recording); record_split_matmul runs one.
+    // for the graph's splits (before recording); record_prefill_matmul runs one. k_split counts
+    // 32-input groups (input_split.h).
     static InputSplit tiled_split(int64_t n_in, int64_t n_out, int64_t n_tok);
     // Counted in 64-token tiles whatever the tile (64 or 128 tokens), so both forms split alike
     // and give the same bits.
     InputSplit coopmat_split(int64_t n_in, int64_t n_out, int64_t n_tok) const;
     void ensure_split_buffer(const Graph& g);
-    void record_split_matmul(const char* shader, const std::vector<uint32_t>& spec,
-                             const MatPush& p, InputSplit split, uint32_t gx, uint32_t gy,
-                             const Ref& x, const Ref& bias, const Ref& y);
+    // A prefill matmul's dispatch (grid gx x gy) of `shader`: split as `split` says where
+    // split_buf_ has room for the parts, else whole.
+    void record_prefill_matmul(const char* shader, const std::vector<uint32_t>& spec,
+                               const MatPush& p, const InputSplit& split, uint32_t gx, uint32_t gy,
+                               const Ref& x, const Ref& bias, const Ref& y);
 
     DeviceInfo info_;
     PhysicalDevice pd_;
@@ -379,9 +380,9 @@ class VulkanBackend final : public Backend {
     // TANDEM_VK_COOPMAT_TOKS=128: every weight type in the wide tiles, not only those
     // coopmat_tile_toks picks.
     bool coopmat_wide_all_ = false;
-    int coopmat_stage_ = -1;          // TANDEM_VK_COOPMAT_STAGE (-1: coopmat_stage's choice)
-    bool matmul_split_ = true;        // TANDEM_VK_MATMUL_SPLIT=0: the prefill matmuls never split
-    int64_t split_workgroups_ = 256;  // coopmat_split's aim (TANDEM_VK_SPLIT_WORKGROUPS, tuning)
+    int coopmat_stage_ = -1;    // TANDEM_VK_COOPMAT_STAGE (-1: coopmat_stage's choice)
+    bool matmul_split_ = true;  // TANDEM_VK_MATMUL_SPLIT=0: the prefill matmuls never split
+    int64_t split_workgroups_ = kSplitAim;  // coopmat_split's (TANDEM_VK_SPLIT_WORKGROUPS, tuning)
     uint32_t q8_rows_ = 2;
     bool q8_rows_set_ = false;  // TANDEM_VK_Q8_ROWS given: every type takes q8_rows_
     bool q8_share_ = true;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tandem/common/error.h"
+#include "tandem/common/log.h"
 #include "vk_coopmat_khr.h"
 
 namespace tandem::vk {
@@ -78,20 +79,24 @@ Context::Context(const PhysicalDevice& pd) : pd_(pd) {
         want12.pNext = &size_control;
     }
     // TANDEM_VK_PIPELINE_STATS=1: the driver's statistics of each pipeline (registers, spills),
-    // for tuning runs.
+    // for tuning runs; a device without them says so once.
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-    if (const char* s = std::getenv("TANDEM_VK_PIPELINE_STATS");
-        s && std::string(s) != "0" && pd.pipeline_executable_ext) {
-        VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-        f.pNext = &exec;
-        vkGetPhysicalDeviceFeatures2(pd.handle, &f);
-        pipeline_stats_ = exec.pipelineExecutableInfo == VK_TRUE;
-        exec.pNext = nullptr;
+    if (const char* s = std::getenv("TANDEM_VK_PIPELINE_STATS"); s && std::string(s) != "0") {
+        if (pd.pipeline_executable_ext) {
+            VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+            f.pNext = &exec;
+            vkGetPhysicalDeviceFeatures2(pd.handle, &f);
+            pipeline_stats_ = exec.pipelineExecutableInfo == VK_TRUE;
+            exec.pNext = nullptr;
+        }
         if (pipeline_stats_) {
             exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
             exec.pNext = want12.pNext;
             want12.pNext = &exec;
+        } else {
+            log_info("vulkan: TANDEM_VK_PIPELINE_STATS: '" + pd.info.name +
+                     "' has no VK_KHR_pipeline_executable_properties (no statistics)");
         }
     }
     VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};

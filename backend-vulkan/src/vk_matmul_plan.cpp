@@ -100,7 +100,7 @@ uint32_t VulkanBackend::coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t 
     // repacked Q8_0 +4 %, Q6_K +16 %, Q5_K +13 %; Q4_K -1-2 % even so, and every type through
     // dq_group's 32 floats (live beside the tile's 64 sums) lost 1-9 %. The others keep 64 unless
     // asked for every type.
-    const bool q4_0_f16 = spec_type == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
+    const bool q4_0_f16 = coopmat_q4_0_f16(spec_type);
     const bool by8 = spec_type == repacked_type_id(DType::Q8_0) ||
                      spec_type == repacked_type_id(DType::Q6_K) ||
                      spec_type == uint32_t(DType::Q6_K) || spec_type == uint32_t(DType::Q5_K);
@@ -115,6 +115,10 @@ uint32_t VulkanBackend::coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t 
     return 128;
 }
 
+bool VulkanBackend::coopmat_q4_0_f16(uint32_t spec_type) const {
+    return spec_type == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
+}
+
 uint32_t VulkanBackend::coopmat_stage(uint32_t spec_type, uint32_t toks) const {
     if (coopmat_stage_ >= 0) return uint32_t(coopmat_stage_);
     // Rolled product steps where they took the tile under 128 registers on the H200 (two
@@ -122,8 +126,7 @@ uint32_t VulkanBackend::coopmat_stage(uint32_t spec_type, uint32_t toks) const {
     // f16 (130 -> 122 registers, 8B pp512 +12.7 %). Repacked Q6_K's wide tile went 130 -> 127
     // too, but was only measured inside Q4_K_M with Q4_K's wide tile (140 registers, one
     // workgroup an SM either way), which lost: not switched without its own number.
-    const bool q4_0_f16 = spec_type == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
-    return toks == 128 && q4_0_f16 ? 4u : 0u;
+    return toks == 128 && coopmat_q4_0_f16(spec_type) ? 4u : 0u;
 }
 
 // Chooses the matvec kernel and shape for the device and reads TANDEM_VK_MATVEC ("wg,rows" or

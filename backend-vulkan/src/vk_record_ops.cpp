@@ -172,28 +172,14 @@ bool VulkanBackend::flash_attention_coopmat(const Graph& g, const Node& n) {
     return false;
 }
 
-namespace {
-// A launch of `workgroups` over rows of `groups` 32-input groups, split into at most max_splits
-// parts of whole units of `unit` groups so that ~aim workgroups run; unsplit where the grid is
-// big enough already.
-InputSplit split_inputs(int64_t workgroups, int64_t groups, int64_t unit, int64_t max_splits,
-                        int64_t aim) {
-    const int64_t splits = std::min((aim + workgroups - 1) / workgroups, max_splits);
-    if (workgroups * 2 > aim || splits < 2) return {u32(groups), 1};
-    const int64_t k_groups = (groups / unit + splits - 1) / splits * unit;
-    return {u32(k_groups), u32((groups + k_groups - 1) / k_groups)};
-}
-}  // namespace
-
 InputSplit VulkanBackend::tiled_split(int64_t n_in, int64_t n_out, int64_t n_tok) {
     const int64_t groups = n_in / 32, wgs = ((n_out + 63) / 64) * ((n_tok + 63) / 64);
-    return split_inputs(wgs, groups, 1, groups / 4, 256);
+    return split_inputs(wgs, groups, 1, groups / 4);
 }
 
 InputSplit VulkanBackend::coopmat_split(int64_t n_in, int64_t n_out, int64_t n_tok) const {
     // Parts of whole 64-input steps (the kernel's), at least two of them each.
     const int64_t groups = n_in / 32, wgs = ((n_out + 127) / 128) * ((n_tok + 63) / 64);
-    if (groups % 2 != 0) return {u32(groups), 1};
     return split_inputs(wgs, groups, 2, groups / 4, split_workgroups_);
 }
 
@@ -235,30 +221,35 @@ void VulkanBackend::ensure_split_buffer(const Graph& g) {
         if (!plan.tiled) continue;
         // (A cooperative-matrix plan whose check fails turns tiled while recording: room for
         // either.)
-        InputSplit split = tiled_split(w.ne[0], w.ne[1], T);
-        if (plan.coopmat) {
-            const InputSplit c = coopmat_split(w.ne[0], w.ne[1], T);
-            split.splits = std::max(split.splits, c.splits);
-        }
-        if (split.splits > 1) need = std::max(need, split.splits * uint64_t(T * w.ne[1]) * 4);
+        uint64_t floats = split_part_floats(tiled_split(w.ne[0], w.ne[1], T), T, w.ne[1]);
+        if (plan.coopmat)
+            floats =
+                std::max(floats, split_part_floats(coopmat_split(w.ne[0], w.ne[1], T), T, w.ne[1]));
+        need = std::max(need, floats * 4);
     }
     grow_device_buffer(split_buf_, need, "split matmul parts");
 }
 
-// The split's parts into split_buf_ (sized by ensure_split_buffer; grid z: the part), then
+// Split: the parts into split_buf_ (sized by ensure_split_buffer; grid z: the part), then
 // split_sum.comp's sum in part order with the bias into y.
-void VulkanBackend::record_split_matmul(const char* shader, const std::vector<uint32_t>& spec,
-                                        const MatPush& p, InputSplit split, uint32_t gx,
-                                        uint32_t gy, const Ref& x, const Ref& bias, const Ref& y) {
+void VulkanBackend::record_prefill_matmul(const char* shader, const std::vector<uint32_t>& spec,
+                                          const MatPush& p, const InputSplit& split, uint32_t gx,
+                                          uint32_t gy, const Ref& x, const Ref& bias,
+                                          const Ref& y) {
+    const uint64_t part_floats = split_part_floats(split, p.n_tok, p.n_out);
+    if (part_floats == 0 || part_floats * 4 > split_buf_.size) {
+        dispatch(shader, spec, &p, sizeof p, gx, gy, 1, {x}, {y});
+        return;
+    }
     const uint64_t n_y = uint64_t(p.n_tok) * p.n_out;
-    const Ref parts{kSplitId, split_buf_.address, 0, split.splits * n_y * 4};
+    const Ref parts{kSplitId, split_buf_.address, 0, part_floats * 4};
     MatPush pp = p;
     pp.y = parts.address;
     pp.has_bias = 0;
-    pp.k_groups = split.k_groups;
-    dispatch(shader, spec, &pp, sizeof pp, gx, gy, split.splits, {x}, {parts});
-    const SplitSumPush sp{parts.address, p.bias,       y.address, u32(int64_t(n_y)),
-                          p.n_out,       split.splits, p.has_bias};
+    pp.k_groups = u32(split.k_split);
+    dispatch(shader, spec, &pp, sizeof pp, gx, gy, u32(split.splits), {x}, {parts});
+    const SplitSumPush sp{parts.address,     p.bias,    y.address, u32(int64_t(n_y)), p.n_out,
+                          u32(split.splits), p.has_bias};
     const uint64_t groups = (n_y + 255) / 256;
     dispatch("split_sum", {}, &sp, sizeof sp, split_x(groups), 1, split_z(groups), {parts, bias},
              {y});
@@ -708,26 +699,15 @@ void VulkanBackend::record_node(const Graph& g, const Node& n) {
                 if (half) p.x = x16.address;
                 const uint32_t type = shader_type(g, n.src[0]);
                 const uint32_t toks = coopmat_tile_toks(type, half, T);
-                const InputSplit split = coopmat_split(w.ne[0], w.ne[1], T);
-                const uint64_t n_y = uint64_t(T * w.ne[1]);
-                const std::vector<uint32_t> spec = coopmat_spec(type, false, half, toks);
-                const uint32_t gx = u32((w.ne[1] + 127) / 128), gy = u32((T + toks - 1) / toks);
-                if (split.splits == 1 || split.splits * n_y * 4 > split_buf_.size) {
-                    dispatch("matmul_coopmat", spec, &p, sizeof p, gx, gy, 1, {half ? x16 : x},
-                             {y});
-                } else {
-                    record_split_matmul("matmul_coopmat", spec, p, split, gx, gy, half ? x16 : x,
-                                        bias, y);
-                }
+                record_prefill_matmul("matmul_coopmat", coopmat_spec(type, false, half, toks), p,
+                                      coopmat_split(w.ne[0], w.ne[1], T),
+                                      u32((w.ne[1] + 127) / 128), u32((T + toks - 1) / toks),
+                                      half ? x16 : x, bias, y);
                 if (overlap(y, x)) x16_src_ = 0;  // x's memory holds y now
             } else if (plan.tiled) {
-                const InputSplit split = tiled_split(w.ne[0], w.ne[1], T);
-                const std::vector<uint32_t> spec{shader_type(g, n.src[0])};
-                const uint32_t gx = u32((w.ne[1] + 63) / 64), gy = u32((T + 63) / 64);
-                if (split.splits == 1 || split.splits * uint64_t(T * w.ne[1]) * 4 > split_buf_.size)
-                    dispatch("matmul_tiled", spec, &p, sizeof p, gx, gy, 1, {x}, {y});
-                else
-                    record_split_matmul("matmul_tiled", spec, p, split, gx, gy, x, bias, y);
+                record_prefill_matmul("matmul_tiled", {shader_type(g, n.src[0])}, p,
+                                      tiled_split(w.ne[0], w.ne[1], T), u32((w.ne[1] + 63) / 64),
+                                      u32((T + 63) / 64), x, bias, y);
             } else {
                 const uint64_t groups = (uint64_t(w.ne[1]) + plan.rows - 1) / plan.rows;
                 // matvec_direct reads x as 16-byte words (rows of whole groups are 128 bytes).
