@@ -41,8 +41,16 @@ struct K4Group {
     uvec4 h[2];    // Q5_K: the super-block's 32 qh bytes (else zero)
     uint s;        // the group in its super-block
 };
-K4Group k4_group(uint t, Uints w, uint ro, uint g) {
-    const uint b = ro + (g >> 3) * (t == T_Q4_K ? 144u : 176u), s = g & 7u;
+// The super-block of group g at row byte ro, and the first uvec4 of the group's quant bytes.
+uint k4_block(uint t, uint ro, uint g) {
+    return ro + (g >> 3) * (t == T_Q4_K ? 144u : 176u);
+}
+uint k4_quants(uint t, uint b, uint g) {
+    return (b + (t == T_Q4_K ? 16u : 48u) + ((g & 7u) >> 1) * 32u) >> 4;
+}
+// The group's scale and min (d, m) and place (s); no quant bytes (q, h zero).
+K4Group k4_group_scales(uint t, Uints w, uint ro, uint g) {
+    const uint b = k4_block(t, ro, g), s = g & 7u;
     const uvec4 hdr = Uvec4s(w).v[b >> 4];
     // scale_min_k4 on bytes 4..15 held in hdr.yzw
     float sc, mn;
@@ -58,15 +66,19 @@ K4Group k4_group(uint t, Uints w, uint ro, uint g) {
     K4Group k;
     k.d = lo_f16(hdr.x) * sc;
     k.m = hi_f16(hdr.x) * mn;
-    const uint qs = (b + (t == T_Q4_K ? 16u : 48u) + (s >> 1) * 32u) >> 4;
+    k.q[0] = k.q[1] = k.h[0] = k.h[1] = uvec4(0u);
+    k.s = s;
+    return k;
+}
+K4Group k4_group(uint t, Uints w, uint ro, uint g) {
+    K4Group k = k4_group_scales(t, w, ro, g);
+    const uint b = k4_block(t, ro, g), qs = k4_quants(t, b, g);
     k.q[0] = Uvec4s(w).v[qs];
     k.q[1] = Uvec4s(w).v[qs + 1u];
-    k.h[0] = k.h[1] = uvec4(0u);
     if (t == T_Q5_K) {
         k.h[0] = Uvec4s(w).v[(b + 16u) >> 4];
         k.h[1] = Uvec4s(w).v[((b + 16u) >> 4) + 1u];
     }
-    k.s = s;
     return k;
 }
 // Element 4j + i of the group (j < 8: its quant word, and Q5_K's qh word, j).

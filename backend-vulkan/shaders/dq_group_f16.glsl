@@ -30,6 +30,42 @@ void dq_group_q4_0r_f16(Uints w, uint ro, uint g, out uvec4 o[4]) {
         o[c] = uvec4(r[4u * c], r[4u * c + 1u], r[4u * c + 2u], r[4u * c + 3u]);
 }
 
+// Two weights of a repacked Q8_0 group as f16 bits: bytes 2h, 2h + 1 of word a made unsigned
+// (^ 0x80) under the f16 exponent bits of 1024, less 1152 (exact: q), times d (rounded once).
+uint q8_pair_f16(uint a, uint h, f16vec2 d2) {
+    const uint b = (h != 0u ? a >> 16 : a) ^ 0x8080u;
+    const f16vec2 v = unpackFloat2x16((b & 0xFFu) | ((b << 8) & 0xFF0000u) | 0x64006400u);
+    return packFloat2x16((v - f16vec2(float16_t(1152.0))) * d2);
+}
+
+// A repacked Q8_0 group in f16 arithmetic, the bits of dq_group_f16's f32 decode.
+void dq_group_q8_0r_f16(Uints w, uint ro, uint g, out uvec4 o[4]) {
+    const Q0RGroup k = q0r_group(T_Q8_0R, w, ro, g);
+    const f16vec2 d2 = f16vec2(float16_t(k.d));
+    const uvec4 q0 = Uvec4s(w).v[k.q], q1 = Uvec4s(w).v[k.q + 1u];
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        const uint a = c < 2u ? q0[2u * c] : q1[2u * c - 4u];
+        const uint b = c < 2u ? q0[2u * c + 1u] : q1[2u * c - 3u];
+        o[c] = uvec4(q8_pair_f16(a, 0u, d2), q8_pair_f16(a, 1u, d2), q8_pair_f16(b, 0u, d2),
+                     q8_pair_f16(b, 1u, d2));
+    }
+}
+
+// Half hf of a Q4_K / Q5_K group (its elements 16 hf .. 16 hf + 15) as 16 f16, with
+// dq_group_f16's bits: only that half's quant (and Q5_K's qh) bytes are loaded, so a tile that
+// stages a group half by half keeps half of them live.
+void dq_half_k4_f16(uint t, Uints w, uint ro, uint g, uint hf, out uvec4 o[2]) {
+    K4Group k = k4_group_scales(t, w, ro, g);
+    const uint b = k4_block(t, ro, g);
+    k.q[0] = Uvec4s(w).v[k4_quants(t, b, g) + hf];
+    if (t == T_Q5_K) k.h[0] = Uvec4s(w).v[((b + 16u) >> 4) + hf];
+    [[unroll]] for (uint c = 0u; c < 2u; ++c)
+        o[c] = pack8(k4_value(t, k, 2u * c, 0u), k4_value(t, k, 2u * c, 1u),
+                     k4_value(t, k, 2u * c, 2u), k4_value(t, k, 2u * c, 3u),
+                     k4_value(t, k, 2u * c + 1u, 0u), k4_value(t, k, 2u * c + 1u, 1u),
+                     k4_value(t, k, 2u * c + 1u, 2u), k4_value(t, k, 2u * c + 1u, 3u));
+}
+
 // Any type: dq_group's f32 values rounded as pack8 rounds them (the same bits). Repacked Q8_0
 // and the K-quants are decoded 8 at a time, so 8 floats are live instead of 32 beside a
 // 128-token tile's 64 sums; the other types go through dq_group's 32.

@@ -34,9 +34,10 @@ layout(constant_id = 0) const uint TYPE = 0;
 layout(constant_id = 1) const int A_ROWS = 16;
 layout(constant_id = 2) const int B_COLS = 16;
 layout(constant_id = 3) const uint MOE = 0;
-// 1: repacked Q4_0 groups decoded straight to f16 (dq_group_q4_0r_f16); 0: through f32
-// (dq_group_f16: the same bits; TANDEM_VK_COOPMAT_F16DQ=0 picks it, for comparisons).
-layout(constant_id = 4) const uint F16_DECODE = 1;
+// Bit 0: repacked Q4_0 groups decoded straight to f16 (dq_group_q4_0r_f16), bit 1: repacked Q8_0
+// (dq_group_q8_0r_f16); else through f32 (dq_group_f16: the same bits; TANDEM_VK_COOPMAT_F16DQ
+// sets the bits, for comparisons).
+layout(constant_id = 4) const uint F16_DECODE = 3;
 // 1: x holds f16 rows already (to_f16.comp, saturated), one 16-byte load for 8 values.
 layout(constant_id = 5) const uint X16 = 0;
 // Tokens a tile: 64, or 128 for dense steps of more than 64 tokens (each weight dequantised once
@@ -45,8 +46,10 @@ layout(constant_id = 6) const uint BN = 64u;
 // 4: the four 16-deep product steps of a 64-input step rolled, not unrolled: fewer fragments in
 // flight, fewer registers. The H200's driver gave the 128-token tile of repacked Q4_0 130
 // registers an invocation unrolled (one 256-invocation workgroup an SM), 122 rolled (two): 8B
-// pp512 9914 -> 11169 tok/s, the same bits (docs/vulkan.md, session 27). 2: the activations
-// staged before the weights (+1-2 % measured; not a default). vk_matmul_plan.cpp picks it.
+// pp512 9914 -> 11169 tok/s, the same bits (docs/vulkan.md, session 27); repacked Q8_0 decoded
+// to f16 and repacked Q6_K likewise (session 28). 2: the activations
+// staged before the weights (+1-2 % measured; not a default). 8: Q4_K / Q5_K groups staged half
+// by half (dq_half_k4_f16: half the quant bytes live). vk_matmul_plan.cpp picks it.
 layout(constant_id = 7) const uint STAGE = 0u;
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
@@ -135,16 +138,31 @@ void main() {
     // The weights' staging: invocation (my_row, my_half)'s group of the step, as f16 into ws.
 #define STAGE_W                                                                              \
     {                                                                                        \
-        const uint g = g0 + my_half;                                                         \
-        uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));                  \
-        if (m0 + my_row < p.n_out && g < g_end) {                                            \
+        if ((STAGE & 8u) != 0u && (TYPE == T_Q4_K || TYPE == T_Q5_K)) {                      \
+            const uint g = g0 + my_half;                                                     \
+            const bool have = m0 + my_row < p.n_out && g < g_end;                            \
             const uint ro = wbase + (m0 + my_row) * p.row_bytes;                             \
-            if (F16_DECODE != 0u && TYPE == T_Q4_0R)                                         \
-                dq_group_q4_0r_f16(w, ro, g, o);                                             \
-            else                                                                             \
-                dq_group_f16(TYPE, w, ro, g, o);                                             \
+            [[dont_unroll]] for (uint hf = 0u; hf < 2u; ++hf) {                              \
+                uvec4 o[2] = uvec4[2](uvec4(0u), uvec4(0u));                                 \
+                if (have) dq_half_k4_f16(TYPE, w, ro, g, hf, o);                             \
+                ws[my_row * LDK4 + my_half * 4u + 2u * hf] = o[0];                           \
+                ws[my_row * LDK4 + my_half * 4u + 2u * hf + 1u] = o[1];                      \
+            }                                                                                \
+        } else {                                                                             \
+            const uint g = g0 + my_half;                                                     \
+            uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));               \
+            if (m0 + my_row < p.n_out && g < g_end) {                                        \
+                const uint ro = wbase + (m0 + my_row) * p.row_bytes;                         \
+                if ((F16_DECODE & 1u) != 0u && TYPE == T_Q4_0R)                              \
+                    dq_group_q4_0r_f16(w, ro, g, o);                                         \
+                else if ((F16_DECODE & 2u) != 0u && TYPE == T_Q8_0R)                         \
+                    dq_group_q8_0r_f16(w, ro, g, o);                                         \
+                else                                                                         \
+                    dq_group_f16(TYPE, w, ro, g, o);                                         \
+            }                                                                                \
+            [[unroll]] for (uint c = 0u; c < 4u; ++c)                                        \
+                ws[my_row * LDK4 + my_half * 4u + c] = o[c];                                 \
         }                                                                                    \
-        [[unroll]] for (uint c = 0u; c < 4u; ++c) ws[my_row * LDK4 + my_half * 4u + c] = o[c]; \
     }
     for (uint g0 = z * kg; g0 < g_end; g0 += 2u) {
         if ((STAGE & 2u) == 0u) STAGE_W

@@ -241,23 +241,21 @@ class VulkanBackend final : public Backend {
     // x16: its activations are f16 rows (to_f16.comp); toks: tokens a tile (64 or 128).
     std::vector<uint32_t> coopmat_spec(uint32_t spec_type, bool moe, bool x16 = false,
                                        uint32_t toks = 64) const {
-        return {spec_type,
-                16u,
-                16u,
-                moe ? 1u : 0u,
-                coopmat_f16_decode_ ? 1u : 0u,
-                x16 ? 1u : 0u,
-                toks,
-                coopmat_stage(spec_type, toks)};
+        // constant_id 0-7 of matmul_coopmat.comp
+        const uint32_t stage = coopmat_stage(spec_type, toks);
+        return {spec_type,           16u,           16u,  moe ? 1u : 0u,
+                coopmat_f16_decode_, x16 ? 1u : 0u, toks, stage};
     }
     // matmul_coopmat.comp's STAGE for a weight type and tile width (TANDEM_VK_COOPMAT_STAGE
     // for every one where set).
     uint32_t coopmat_stage(uint32_t spec_type, uint32_t toks) const;
-    // Repacked Q4_0 decoded straight to f16 in the tile (dq_group_q4_0r_f16).
+    // Repacked Q4_0 / Q8_0 decoded straight to f16 in the tile (dq_group_q4_0r_f16,
+    // dq_group_q8_0r_f16).
     bool coopmat_q4_0_f16(uint32_t spec_type) const;
+    bool coopmat_q8_0_f16(uint32_t spec_type) const;
     // Tokens a tile of a dense cooperative-matrix matmul over n_tok tokens of weight type
-    // `spec_type` (x16 as coopmat_spec's): 128 past 64 tokens for repacked Q4_0 and Q8_0, Q5_K
-    // and Q6_K where the wide pipeline builds, else 64.
+    // `spec_type` (x16 as coopmat_spec's): 128 past 64 tokens for repacked Q4_0 and Q8_0 and
+    // the K-quants where the wide pipeline builds, else 64.
     uint32_t coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t n_tok);
     // A dense prefill matmul's input x [rows, n_in] as f16 in x16_buf_ (to_f16.comp), made
     // unless it already holds it (x16_src_); {} where the buffer is too small.
@@ -367,9 +365,9 @@ class VulkanBackend final : public Backend {
     // The q8 path's prefill experts on cooperative matrices where f16 prefill matmuls run
     // (TANDEM_VK_MOE_COOPMAT=0: moe_q8.comp; TANDEM_VK_COOPMAT=0 turns both off).
     bool moe_coopmat_ = true;
-    // matmul_coopmat decodes repacked Q4_0 straight to f16 (TANDEM_VK_COOPMAT_F16DQ=0: through
-    // f32, the same bits).
-    bool coopmat_f16_decode_ = true;
+    // matmul_coopmat's F16_DECODE bits: repacked Q4_0 (1) and Q8_0 (2) decoded straight to f16
+    // (TANDEM_VK_COOPMAT_F16DQ=N sets them: 0 decodes every type through f32, the same bits).
+    uint32_t coopmat_f16_decode_ = 3;
     // Dense prefill matmuls on cooperative matrices read their input as f16 made once
     // (TANDEM_VK_COOPMAT_X16=0: each tile converts the f32 rows itself, the same bits).
     bool coopmat_x16_ = true;

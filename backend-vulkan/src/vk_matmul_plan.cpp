@@ -95,15 +95,17 @@ bool VulkanBackend::coopmat_pipeline_ok(uint32_t spec_type) {
 
 uint32_t VulkanBackend::coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t n_tok) {
     if (n_tok <= 64 || !coopmat_wide_) return 64;
-    // Measured per type (H200, 8B pp512 against 64-token tiles, docs/vulkan.md sessions 25-26):
+    // Measured per type (H200, 8B pp512 against 64-token tiles, docs/vulkan.md sessions 25-28):
     // repacked Q4_0 (decoded straight to f16) +2-4 %, and decoded 8 at a time (dq_group_f16)
-    // repacked Q8_0 +4 %, Q6_K +16 %, Q5_K +13 %; Q4_K -1-2 % even so, and every type through
-    // dq_group's 32 floats (live beside the tile's 64 sums) lost 1-9 %. The others keep 64 unless
-    // asked for every type.
+    // repacked Q8_0 +4 %, Q6_K +16 %, Q5_K +13 %; Q4_K only with its groups staged half by half
+    // (coopmat_stage: Q4_K_M +11 %, where its 143-register unrolled form lost 1-2 %). Every type
+    // through dq_group's 32 floats (live beside the tile's 64 sums) lost 1-9 %. The others keep
+    // 64 unless asked for every type.
     const bool q4_0_f16 = coopmat_q4_0_f16(spec_type);
     const bool by8 = spec_type == repacked_type_id(DType::Q8_0) ||
                      spec_type == repacked_type_id(DType::Q6_K) ||
-                     spec_type == uint32_t(DType::Q6_K) || spec_type == uint32_t(DType::Q5_K);
+                     spec_type == uint32_t(DType::Q6_K) || spec_type == uint32_t(DType::Q5_K) ||
+                     spec_type == uint32_t(DType::Q4_K);
     if (!q4_0_f16 && !by8 && !coopmat_wide_all_) return 64;
     try {
         pipelines_->get("matmul_coopmat", coopmat_spec(spec_type, false, x16, 128));
@@ -116,17 +118,26 @@ uint32_t VulkanBackend::coopmat_tile_toks(uint32_t spec_type, bool x16, int64_t 
 }
 
 bool VulkanBackend::coopmat_q4_0_f16(uint32_t spec_type) const {
-    return spec_type == repacked_type_id(DType::Q4_0) && coopmat_f16_decode_;
+    return spec_type == repacked_type_id(DType::Q4_0) && (coopmat_f16_decode_ & 1u) != 0;
+}
+
+bool VulkanBackend::coopmat_q8_0_f16(uint32_t spec_type) const {
+    return spec_type == repacked_type_id(DType::Q8_0) && (coopmat_f16_decode_ & 2u) != 0;
 }
 
 uint32_t VulkanBackend::coopmat_stage(uint32_t spec_type, uint32_t toks) const {
     if (coopmat_stage_ >= 0) return uint32_t(coopmat_stage_);
-    // Rolled product steps where they took the tile under 128 registers on the H200 (two
-    // workgroups an SM) and were measured faster: repacked Q4_0's 128-token tile, decoded to
-    // f16 (130 -> 122 registers, 8B pp512 +12.7 %). Repacked Q6_K's wide tile went 130 -> 127
-    // too, but was only measured inside Q4_K_M with Q4_K's wide tile (140 registers, one
-    // workgroup an SM either way), which lost: not switched without its own number.
-    return toks == 128 && coopmat_q4_0_f16(spec_type) ? 4u : 0u;
+    // Only where they took the 128-token tile under 128 registers on the H200 (two workgroups an
+    // SM) and were measured faster, with the same bits (docs/vulkan.md, sessions 27-28): the
+    // product steps rolled (4) for repacked Q4_0 decoded to f16 (130 -> 122 registers, 8B pp512
+    // +12.7 %), repacked Q8_0 decoded to f16 (140 -> 121, +17 %) and repacked Q6_K (130 -> 127,
+    // 8B Q6_K +16 %); Q4_K / Q5_K's groups also staged half by half (12: 143 -> 120, Q4_K_M
+    // +11 %, Q5_K_M +12 %). The 64-token tiles are faster unrolled (Q4_K_M 7840 -> 7050 rolled).
+    if (toks != 128) return 0;
+    if (spec_type == uint32_t(DType::Q4_K) || spec_type == uint32_t(DType::Q5_K)) return 12;
+    const bool rolled = coopmat_q4_0_f16(spec_type) || coopmat_q8_0_f16(spec_type) ||
+                        spec_type == repacked_type_id(DType::Q6_K);
+    return rolled ? 4u : 0u;
 }
 
 // Chooses the matvec kernel and shape for the device and reads TANDEM_VK_MATVEC ("wg,rows" or
@@ -165,10 +176,10 @@ void VulkanBackend::read_tuning_env() {
     if (const char* t = std::getenv("TANDEM_VK_TILED")) tiled_ok_ = std::string(t) != "0";
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT")) coopmat_ok_ = std::string(c) != "0";
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT_F16DQ"))
-        coopmat_f16_decode_ = std::string(c) != "0";
+        coopmat_f16_decode_ = uint32_t(std::atoi(c)) & 3u;
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT_X16")) coopmat_x16_ = std::string(c) != "0";
     // matmul_coopmat.comp's STAGE bits (2, 4; 0 for neither) for every type, for tuning runs.
-    if (const char* c = std::getenv("TANDEM_VK_COOPMAT_STAGE")) coopmat_stage_ = std::atoi(c) & 6;
+    if (const char* c = std::getenv("TANDEM_VK_COOPMAT_STAGE")) coopmat_stage_ = std::atoi(c) & 14;
     // Tiles of 128 tokens (coopmat_tile_toks): TANDEM_VK_COOPMAT_TOKS=64 never, =128 for every
     // weight type.
     coopmat_wide_ = pd_.max_shared_bytes >= kCoopmatWideShared;

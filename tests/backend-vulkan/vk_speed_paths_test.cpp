@@ -373,8 +373,8 @@ TEST(VulkanSpeedPaths, CooperativeMatrixPrefillPassesItsCheck) {
 
 // The cooperative-matrix prefill reads its input as f16 made once for the matmuls sharing it
 // (to_f16.comp; TANDEM_VK_COOPMAT_X16=0: each tile converts the f32 rows) and decodes repacked
-// Q4_0 straight to f16 (TANDEM_VK_COOPMAT_F16DQ=0: through f32): the same bits, activations
-// beyond f16's range saturated in both (fused_path_checks.h).
+// Q4_0 and Q8_0 straight to f16 (TANDEM_VK_COOPMAT_F16DQ=0: through f32): the same bits,
+// activations beyond f16's range saturated in both (fused_path_checks.h).
 TEST(VulkanSpeedPaths, PrefillInputFormsSameBits) {
     TANDEM_VULKAN_OR_SKIP(fast);
     if (!fast->device().f16_prefill_matmul)
@@ -421,12 +421,13 @@ TEST(VulkanSpeedPaths, PrefillShortPromptsSplitOverInputs) {
     expect_prefill_split_matches_unsplit(*split, *whole, split->device().f16_prefill_matmul);
 }
 
-// The cooperative-matrix tile's staging forms (TANDEM_VK_COOPMAT_STAGE: 6, the activations
-// staged before the weights and the product steps rolled; 0, neither; repacked Q4_0's 128-token
-// tile rolls them by default) for every type, in 128-token tiles: the same bits.
+// The cooperative-matrix tile's staging forms (TANDEM_VK_COOPMAT_STAGE: 14, the activations
+// staged before the weights, the product steps rolled and the K-quants' groups staged half by
+// half; 0, none of them; repacked Q4_0, Q8_0 and Q6_K's 128-token tiles roll the steps by
+// default) for every type, in 128-token tiles: the same bits.
 TEST(VulkanSpeedPaths, PrefillStagingFormsSameBits) {
     expect_settings_same_bits(
-        {{"TANDEM_VK_COOPMAT_TOKS", "128"}, {"TANDEM_VK_COOPMAT_STAGE", "6"}},
+        {{"TANDEM_VK_COOPMAT_TOKS", "128"}, {"TANDEM_VK_COOPMAT_STAGE", "14"}},
         {{"TANDEM_VK_COOPMAT_TOKS", "128"}, {"TANDEM_VK_COOPMAT_STAGE", "0"}});
 }
 
