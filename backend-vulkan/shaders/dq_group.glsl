@@ -41,12 +41,16 @@ struct K4Group {
     uvec4 h[2];    // Q5_K: the super-block's 32 qh bytes (else zero)
     uint s;        // the group in its super-block
 };
-// The super-block of group g at row byte ro, and the first uvec4 of the group's quant bytes.
+// The super-block of group g at row byte ro; the first uvec4 of the group's quant bytes, and of
+// Q5_K's qh bytes, in super-block b.
 uint k4_block(uint t, uint ro, uint g) {
     return ro + (g >> 3) * (t == T_Q4_K ? 144u : 176u);
 }
 uint k4_quants(uint t, uint b, uint g) {
     return (b + (t == T_Q4_K ? 16u : 48u) + ((g & 7u) >> 1) * 32u) >> 4;
+}
+uint k5_high(uint b) {
+    return (b + 16u) >> 4;
 }
 // The group's scale and min (d, m) and place (s); no quant bytes (q, h zero).
 K4Group k4_group_scales(uint t, Uints w, uint ro, uint g) {
@@ -76,8 +80,8 @@ K4Group k4_group(uint t, Uints w, uint ro, uint g) {
     k.q[0] = Uvec4s(w).v[qs];
     k.q[1] = Uvec4s(w).v[qs + 1u];
     if (t == T_Q5_K) {
-        k.h[0] = Uvec4s(w).v[(b + 16u) >> 4];
-        k.h[1] = Uvec4s(w).v[((b + 16u) >> 4) + 1u];
+        k.h[0] = Uvec4s(w).v[k5_high(b)];
+        k.h[1] = Uvec4s(w).v[k5_high(b) + 1u];
     }
     return k;
 }

@@ -58,7 +58,7 @@ void dq_half_k4_f16(uint t, Uints w, uint ro, uint g, uint hf, out uvec4 o[2]) {
     K4Group k = k4_group_scales(t, w, ro, g);
     const uint b = k4_block(t, ro, g);
     k.q[0] = Uvec4s(w).v[k4_quants(t, b, g) + hf];
-    if (t == T_Q5_K) k.h[0] = Uvec4s(w).v[((b + 16u) >> 4) + hf];
+    if (t == T_Q5_K) k.h[0] = Uvec4s(w).v[k5_high(b) + hf];
     [[unroll]] for (uint c = 0u; c < 2u; ++c)
         o[c] = pack8(k4_value(t, k, 2u * c, 0u), k4_value(t, k, 2u * c, 1u),
                      k4_value(t, k, 2u * c, 2u), k4_value(t, k, 2u * c, 3u),
@@ -67,7 +67,7 @@ void dq_half_k4_f16(uint t, Uints w, uint ro, uint g, uint hf, out uvec4 o[2]) {
 }
 
 // Any type: dq_group's f32 values rounded as pack8 rounds them (the same bits). Repacked Q8_0
-// and the K-quants are decoded 8 at a time, so 8 floats are live instead of 32 beside a
+// (F16_DECODE without its bit) and the K-quants are decoded 8 at a time, so 8 floats are live instead of 32 beside a
 // 128-token tile's 64 sums; the other types go through dq_group's 32.
 void dq_group_f16(uint t, Uints w, uint ro, uint g, out uvec4 o[4]) {
     if (t == T_Q8_0R) {
