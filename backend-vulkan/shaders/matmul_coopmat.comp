@@ -47,9 +47,9 @@ layout(constant_id = 6) const uint BN = 64u;
 // flight, fewer registers. The H200's driver gave the 128-token tile of repacked Q4_0 130
 // registers an invocation unrolled (one 256-invocation workgroup an SM), 122 rolled (two): 8B
 // pp512 9914 -> 11169 tok/s, the same bits (docs/vulkan.md, session 27); repacked Q8_0 decoded
-// to f16 and repacked Q6_K likewise (session 28). 2: the activations
-// staged before the weights (+1-2 % measured; not a default). 8: Q4_K / Q5_K groups staged half
-// by half (dq_half_k4_f16: half the quant bytes live). vk_matmul_plan.cpp picks it.
+// to f16 and repacked Q6_K likewise (session 28). 2: the activations staged before the weights
+// (+1-2 % measured; not a default). 8: Q4_K / Q5_K groups staged half by half (dq_half_k4_f16:
+// half the quant bytes live). vk_matmul_plan.cpp picks them (coopmat_stage).
 layout(constant_id = 7) const uint STAGE = 0u;
 layout(push_constant) uniform P {
     Uints w; Floats x; Floats y; Floats bias;
@@ -138,10 +138,10 @@ void main() {
     // The weights' staging: invocation (my_row, my_half)'s group of the step, as f16 into ws.
 #define STAGE_W                                                                              \
     {                                                                                        \
+        const uint g = g0 + my_half;                                                         \
+        const bool have = m0 + my_row < p.n_out && g < g_end;                                \
+        const uint ro = wbase + (m0 + my_row) * p.row_bytes;                                 \
         if ((STAGE & 8u) != 0u && (TYPE == T_Q4_K || TYPE == T_Q5_K)) {                      \
-            const uint g = g0 + my_half;                                                     \
-            const bool have = m0 + my_row < p.n_out && g < g_end;                            \
-            const uint ro = wbase + (m0 + my_row) * p.row_bytes;                             \
             [[dont_unroll]] for (uint hf = 0u; hf < 2u; ++hf) {                              \
                 uvec4 o[2] = uvec4[2](uvec4(0u), uvec4(0u));                                 \
                 if (have) dq_half_k4_f16(TYPE, w, ro, g, hf, o);                             \
@@ -149,10 +149,8 @@ void main() {
                 ws[my_row * LDK4 + my_half * 4u + 2u * hf + 1u] = o[1];                      \
             }                                                                                \
         } else {                                                                             \
-            const uint g = g0 + my_half;                                                     \
             uvec4 o[4] = uvec4[4](uvec4(0u), uvec4(0u), uvec4(0u), uvec4(0u));               \
-            if (m0 + my_row < p.n_out && g < g_end) {                                        \
-                const uint ro = wbase + (m0 + my_row) * p.row_bytes;                         \
+            if (have) {                                                                      \
                 if ((F16_DECODE & 1u) != 0u && TYPE == T_Q4_0R)                              \
                     dq_group_q4_0r_f16(w, ro, g, o);                                         \
                 else if ((F16_DECODE & 2u) != 0u && TYPE == T_Q8_0R)                         \

@@ -178,7 +178,7 @@ void VulkanBackend::read_tuning_env() {
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT_F16DQ"))
         coopmat_f16_decode_ = uint32_t(std::atoi(c)) & 3u;
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT_X16")) coopmat_x16_ = std::string(c) != "0";
-    // matmul_coopmat.comp's STAGE bits (2, 4; 0 for neither) for every type, for tuning runs.
+    // matmul_coopmat.comp's STAGE bits (2, 4, 8; 0 for none) for every type, for tuning runs.
     if (const char* c = std::getenv("TANDEM_VK_COOPMAT_STAGE")) coopmat_stage_ = std::atoi(c) & 14;
     // Tiles of 128 tokens (coopmat_tile_toks): TANDEM_VK_COOPMAT_TOKS=64 never, =128 for every
     // weight type.

@@ -78,6 +78,20 @@ VkPipeline Pipelines::get(const std::string& shader, const std::vector<uint32_t>
     return p;
 }
 
+namespace {
+// Vulkan's two-call query: the count, then the items (each with its sType). False where either
+// call fails.
+template <class T, class Fn, class... Args>
+bool query_items(std::vector<T>& items, VkStructureType type, Fn fn, Args... args) {
+    uint32_t n = 0;
+    if (fn(args..., &n, nullptr) != VK_SUCCESS) return false;
+    items.assign(n, T{type});
+    if (fn(args..., &n, items.data()) != VK_SUCCESS) return false;
+    items.resize(n);
+    return true;
+}
+}  // namespace
+
 // One line per executable of the pipeline: "vulkan pipeline NAME(SPEC) EXECUTABLE: STAT VALUE,
 // ...", the statistics as the driver names them (NVIDIA: register count, local memory, ...).
 void Pipelines::print_stats(VkPipeline p, const std::string& shader,
@@ -92,22 +106,20 @@ void Pipelines::print_stats(VkPipeline p, const std::string& shader,
     name += ")";
     VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
     info.pipeline = p;
-    uint32_t n = 0;
-    if (props_of(device_, &info, &n, nullptr) != VK_SUCCESS) return;
-    std::vector<VkPipelineExecutablePropertiesKHR> execs(
-        n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
-    if (props_of(device_, &info, &n, execs.data()) != VK_SUCCESS) return;
-    for (uint32_t e = 0; e < n; ++e) {
+    std::vector<VkPipelineExecutablePropertiesKHR> execs;
+    if (!query_items(execs, VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR, props_of, device_,
+                     &info))
+        return;
+    for (uint32_t e = 0; e < execs.size(); ++e) {
         VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
         ei.pipeline = p;
         ei.executableIndex = e;
-        uint32_t m = 0;
-        if (stats_of(device_, &ei, &m, nullptr) != VK_SUCCESS) continue;
-        std::vector<VkPipelineExecutableStatisticKHR> st(
-            m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
-        if (stats_of(device_, &ei, &m, st.data()) != VK_SUCCESS) continue;
+        std::vector<VkPipelineExecutableStatisticKHR> st;
+        if (!query_items(st, VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR, stats_of, device_,
+                         &ei))
+            continue;
         std::string line = "vulkan pipeline " + name + " " + execs[e].name + ":";
-        for (uint32_t i = 0; i < m; ++i) {
+        for (size_t i = 0; i < st.size(); ++i) {
             std::string v;
             switch (st[i].format) {
                 case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:

@@ -210,11 +210,7 @@ TEST(HipSpeedPaths, Q8MatvecRowsPerBlock) {
                                           {768, 3, 8}}) {
                 QuantWeight w(t, {n_in, n_out, 1}, uint32_t(n_out + T));
                 auto x = random_floats(size_t(n_in * T), uint32_t(T + 5), -2.0f, 2.0f);
-                OpGraph g;
-                std::vector<float> y;
-                g.node(Op::MatMul, g.output(y, n_out, T),
-                       {g.weight(*hip, w), g.input(x.data(), n_in, T)});
-                g.run(*hip);
+                const auto y = run_matmul(*hip, w, x, T);
                 const std::string what = std::string(rows) + " rows/block " +
                                          std::string(dtype_name(t)) + " " + std::to_string(n_in) +
                                          "x" + std::to_string(n_out) + " T=" + std::to_string(T);

@@ -173,6 +173,15 @@ inline std::vector<float> run_graph(Backend& b, const GraphBuilder& build, int32
     return out;
 }
 
+// One MatMul of weight w ([ne0 inputs, ne1 rows]) over the T rows of x on b; returns y [T, ne1].
+inline std::vector<float> run_matmul(Backend& b, const QuantWeight& w, const std::vector<float>& x,
+                                     int64_t T) {
+    return run_graph(b, [&](OpGraph& g, Backend& be, std::vector<float>& out) {
+        g.node(Op::MatMul, g.output(out, w.ne[1], T),
+               {g.weight(be, w), g.input(x.data(), w.ne[0], T)});
+    });
+}
+
 // The fixture of the one op suite; the parameter is the backend's name.
 class BackendOpTest : public ::testing::TestWithParam<std::string> {
   protected:

@@ -95,11 +95,7 @@ TEST(VulkanKernelVariants, PipelineStatisticsWhereTheDriverHasThem) {
     if (vk) {
         QuantWeight w(DType::Q4_0, {256, 40, 1}, 1);
         auto x = random_floats(256 * 2, 2);
-        std::vector<float> out;
-        OpGraph g;
-        g.node(Op::MatMul, g.output(out, 40, 2), {g.weight(*vk, w), g.input(x.data(), 256, 2)});
-        g.run(*vk);
-        EXPECT_LT(nmse(out, ref_matmul(w, x, 2)), 1e-4);
+        EXPECT_LT(nmse(run_matmul(*vk, w, x, 2), ref_matmul(w, x, 2)), 1e-4);
     }
     err = testing::internal::GetCapturedStderr();
     if (!vk) GTEST_SKIP() << "no Vulkan backend";

@@ -27,10 +27,7 @@ const std::vector<DType> kQ8Types = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DTyp
 bool takes_q8_path(Backend& vk) {
     QuantWeight w(DType::Q8_0, {256, 8, 1}, 77);
     auto x = random_floats(256, 78, -3, 3);
-    OpGraph g;
-    std::vector<float> y;
-    g.node(Op::MatMul, g.output(y, 8, 1), {g.weight(vk, w), g.input(x.data(), 256, 1)});
-    g.run(vk);
+    const auto y = run_matmul(vk, w, x, 1);
     return nmse(y, ref_matmul(w, q8_activations(x), 1)) < nmse(y, ref_matmul(w, x, 1));
 }
 

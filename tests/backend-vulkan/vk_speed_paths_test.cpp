@@ -363,10 +363,7 @@ TEST(VulkanSpeedPaths, CooperativeMatrixPrefillPassesItsCheck) {
         GTEST_SKIP() << "no cooperative-matrix prefill on this device: " << vk->device().notes;
     QuantWeight w(DType::Q4_0, {512, 200, 1}, 11);
     auto x = random_floats(512 * 70, 12);
-    std::vector<float> y;
-    OpGraph g;
-    g.node(Op::MatMul, g.output(y, 200, 70), {g.weight(*vk, w), g.input(x.data(), 512, 70)});
-    g.run(*vk);
+    const auto y = run_matmul(*vk, w, x, 70);
     EXPECT_TRUE(vk->device().f16_prefill_matmul) << "the check turned the path off";
     EXPECT_LT(nmse(y, ref_matmul(w, x, 70)), 1e-5);
 }
