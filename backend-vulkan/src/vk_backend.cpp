@@ -184,6 +184,7 @@ void VulkanBackend::allocate_kv(const std::vector<KvDesc>& kv) {
                   (info_.unified_memory ? " into host-visible device memory"
                                         : " through a 64 MiB staging buffer");
         if (!import_refused_.empty()) how += " (import refused: " + import_refused_ + ")";
+        if (const std::string held = ctx_->heap_use(); !held.empty()) how += "; held: " + held;
         log_info("vulkan: " + how);
         weights_imported_ = weights_copied_ = 0;
     }

@@ -1,6 +1,7 @@
 #include "vk_context.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -145,6 +146,31 @@ int Context::find_memory_type(uint32_t bits, VkMemoryPropertyFlags want,
     return -1;
 }
 
+HeapBudget Context::heap_budget() const {
+    if (!pd_.memory_budget_ext) return heap_sizes_as_budget(mem_);
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT b{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 mp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+    mp.pNext = &b;
+    vkGetPhysicalDeviceMemoryProperties2(pd_.handle, &mp);
+    return heap_budget_of(b);
+}
+
+std::string Context::heap_use() const {
+    std::string s;
+    for (uint32_t h = 0; h < mem_.memoryHeapCount; ++h) {
+        if (!heap_bytes_[h]) continue;
+        const bool gib = heap_bytes_[h] >= (1ull << 30);
+        char line[96];
+        std::snprintf(
+            line, sizeof line, "%sheap %u (%s) %.2f %s", s.empty() ? "" : ", ", h,
+            mem_.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT ? "device-local" : "host",
+            double(heap_bytes_[h]) / double(gib ? 1ull << 30 : 1ull << 20), gib ? "GiB" : "MiB");
+        s += line;
+    }
+    return s;
+}
+
 Buffer Context::create_buffer(uint64_t size, VkMemoryPropertyFlags want,
                               VkMemoryPropertyFlags avoid, const std::string& what) {
     if (pd_.max_allocation_size && size > pd_.max_allocation_size)
@@ -161,12 +187,10 @@ Buffer Context::create_buffer(uint64_t size, VkMemoryPropertyFlags want,
     check(vkCreateBuffer(device_, &bci, nullptr, &b.buffer), "vkCreateBuffer");
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(device_, b.buffer, &req);
-    // Preferred: the exact flags; else drop `want` down to device-local, then to anything.
-    int type = find_memory_type(req.memoryTypeBits, want, avoid);
-    if (type < 0) type = find_memory_type(req.memoryTypeBits, want, 0);
-    if (type < 0 && (want & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) == 0)
-        type = find_memory_type(req.memoryTypeBits, 0, 0);
-    if (type < 0) {
+    // Unified memory: the types of every heap, those with budget left first, tried in turn.
+    const std::vector<uint32_t> types = memory_type_order(
+        mem_, heap_budget(), req.memoryTypeBits, want, avoid, pd_.info.unified_memory, req.size);
+    if (types.empty()) {
         vkDestroyBuffer(device_, b.buffer, nullptr);
         throw Error("vulkan: no memory type for " + what);
     }
@@ -175,14 +199,25 @@ Buffer Context::create_buffer(uint64_t size, VkMemoryPropertyFlags want,
     VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
     mai.pNext = &flags;
     mai.allocationSize = req.size;
-    mai.memoryTypeIndex = static_cast<uint32_t>(type);
-    VkResult r = vkAllocateMemory(device_, &mai, nullptr, &b.memory);
+    VkResult r = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    std::string tried;
+    for (uint32_t type : types) {
+        mai.memoryTypeIndex = type;
+        r = vkAllocateMemory(device_, &mai, nullptr, &b.memory);
+        tried += (tried.empty() ? "" : ", ") + std::to_string(type) + " (heap " +
+                 std::to_string(mem_.memoryTypes[type].heapIndex) + ")";
+        if (r != VK_ERROR_OUT_OF_DEVICE_MEMORY && r != VK_ERROR_OUT_OF_HOST_MEMORY) break;
+    }
     if (r != VK_SUCCESS) {
         vkDestroyBuffer(device_, b.buffer, nullptr);
         throw Error("vulkan: cannot allocate " + std::to_string(size) + " bytes for " + what +
-                    " on '" + pd_.info.name + "' (VkResult " + std::to_string(r) + ")");
+                    " on '" + pd_.info.name + "' (VkResult " + std::to_string(r) +
+                    "; memory types tried: " + tried + ")");
     }
+    const uint32_t type = mai.memoryTypeIndex;
     b.allocated = req.size;
+    b.heap = mem_.memoryTypes[type].heapIndex;
+    heap_bytes_[b.heap] += b.allocated;
     live_bytes_ += b.allocated;
     peak_bytes_ = std::max(peak_bytes_, live_bytes_);
     ++n_allocations_;
@@ -287,6 +322,7 @@ void Context::destroy(Buffer& b) {
     if (b.buffer) vkDestroyBuffer(device_, b.buffer, nullptr);
     if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
     live_bytes_ -= b.allocated;
+    if (b.heap < VK_MAX_MEMORY_HEAPS) heap_bytes_[b.heap] -= b.allocated;
     b = Buffer{};
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "vk_device_list.h"
+#include "vk_heaps.h"
 
 namespace tandem::vk {
 
@@ -21,6 +22,7 @@ struct Buffer {
     uint64_t address = 0;    // device address of byte 0 (of the data, when imported)
     void* mapped = nullptr;  // host pointer when the memory is host-visible
     uint64_t allocated = 0;  // bytes of memory behind it as allocated (the driver's size)
+    uint32_t heap = VK_MAX_MEMORY_HEAPS;  // the memory heap of an allocation made here
 };
 
 class Context {
@@ -30,7 +32,9 @@ class Context {
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
 
-    // Device-local memory, host-visible too when such a type exists (unified memory, ReBAR).
+    // Device-local memory, host-visible too when such a type exists (unified memory, ReBAR). On
+    // unified memory another heap's host-visible memory when the device-local heap's budget is
+    // spent or its allocation fails (memory_type_order, vk_heaps.h).
     Buffer create_device_buffer(uint64_t size, const std::string& what);
     // Host-visible, host-coherent memory (staging, step inputs/outputs). read_by_host: host-cached
     // too where the device has such a type (the host reads what the GPU wrote: uncached,
@@ -58,6 +62,10 @@ class Context {
     uint64_t live_bytes() const { return live_bytes_; }
     uint64_t peak_bytes() const { return peak_bytes_; }
     uint64_t n_allocations() const { return n_allocations_; }
+    // Bytes this context holds in each heap, for the log: "heap 1 (device-local) 60.00 GiB, ...".
+    std::string heap_use() const;
+    // Each heap's budget and usage now (VK_EXT_memory_budget), or the heap sizes without it.
+    HeapBudget heap_budget() const;
 
     // Runs one command buffer and waits for it (fence reused).
     void submit_and_wait(VkCommandBuffer cb);
@@ -85,6 +93,7 @@ class Context {
     bool pipeline_stats_ = false;
     PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_props_ = nullptr;
     uint64_t live_bytes_ = 0, peak_bytes_ = 0, n_allocations_ = 0;
+    uint64_t heap_bytes_[VK_MAX_MEMORY_HEAPS] = {};
 };
 
 }  // namespace tandem::vk

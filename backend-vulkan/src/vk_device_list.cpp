@@ -5,6 +5,7 @@
 
 #include "tandem/common/error.h"
 #include "vk_coopmat_khr.h"
+#include "vk_heaps.h"
 
 namespace tandem::vk {
 namespace {
@@ -178,36 +179,31 @@ PhysicalDevice describe(VkInstance instance, VkPhysicalDevice pd) {
     if (d.memory_budget_ext) mem.pNext = &budget;
     vkGetPhysicalDeviceMemoryProperties2(pd, &mem);
     const auto& mp = mem.memoryProperties;
-    uint64_t local_total = 0, local_free = 0;
     bool host_visible_local = false;
-    for (uint32_t h = 0; h < mp.memoryHeapCount; ++h) {
-        if (!(mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)) continue;
-        local_total += mp.memoryHeaps[h].size;
-        local_free += d.memory_budget_ext ? (budget.heapBudget[h] > budget.heapUsage[h]
-                                                 ? budget.heapBudget[h] - budget.heapUsage[h]
-                                                 : 0)
-                                          : mp.memoryHeaps[h].size;
-    }
     for (uint32_t t = 0; t < mp.memoryTypeCount; ++t) {
         auto f = mp.memoryTypes[t].propertyFlags;
         if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
             host_visible_local = true;
     }
-
     auto& info = d.info;
     info.backend = "vulkan";
     info.name = props.properties.deviceName;
     info.driver = std::string(driver.driverName) + " " + driver.driverInfo;
     info.type = to_device_type(props.properties.deviceType);
-    info.memory_total = local_total;
-    info.memory_free = local_free;
     // Integrated GPUs and CPU drivers share host memory; a discrete GPU with a host-visible
     // device-local type only has resizable BAR, which is not unified memory.
     info.unified_memory = info.type == DeviceType::IntegratedGpu ||
                           info.type == DeviceType::CpuEmulated ||
                           (host_visible_local && info.type != DeviceType::DiscreteGpu);
+    const UsableMemory usable =
+        usable_memory(mp, d.memory_budget_ext ? heap_budget_of(budget) : heap_sizes_as_budget(mp),
+                      info.unified_memory);
+    info.memory_total = usable.total;
+    info.memory_free = usable.free;
     info.notes = d.coopmat_f16 ? "prefill on cooperative matrices (f16 x f16 -> f32)"
                                : "prefill without cooperative matrices: " + d.coopmat_why_not;
+    if (const std::string pooled = pooled_heaps_note(mp, usable); !pooled.empty())
+        info.notes += "; " + pooled;
     return d;
 }
 
