@@ -8,9 +8,11 @@
 #include <memory>
 #include <string>
 
+#include "hip_apu_memory.h"
 #include "hip_backend.h"
 #include "tandem/backend/backend.h"
 #include "tandem/backend/registry.h"
+#include "tandem/common/sysinfo.h"
 
 namespace tandem::hip {
 namespace {
@@ -41,9 +43,10 @@ std::string integrated_note(const hipDeviceProp_t& prop, uint64_t runtime_total)
     std::string n = "integrated GPU: runtime sees " + gib(runtime_total);
     if (vram) n += ", VRAM (BIOS carve-out) " + gib(vram);
     if (gtt) n += ", GTT " + gib(gtt);
-    n += ". Weights are used in place from the file mapping (GTT). If the runtime sees only the "
-         "carve-out, raise it in the firmware (UMA frame buffer size) or raise the GTT limit "
-         "(kernel parameters amdgpu.gttsize=<MiB>, ttm.pages_limit=<4 KiB pages>)";
+    n += ". Weights are used in place from the file mapping (GTT); the memory listed is the "
+         "carve-out's free part plus what GTT can still map, up to the host's available memory. "
+         "To give the GPU more, raise the GTT limit (kernel parameters amdgpu.gttsize=<MiB>, "
+         "ttm.pages_limit=<4 KiB pages>)";
     return n;
 }
 
@@ -70,7 +73,17 @@ DeviceInfo describe(int index) {
     d.memory_total = total_b;
     d.memory_free = free_b;
     d.unified_memory = integrated != 0;
-    if (integrated) d.notes = integrated_note(prop, total_b);
+    if (integrated) {
+        // Weights stay in host memory (GTT) here: the carve-out some runtimes report alone is
+        // not this device's budget (hip_apu_memory.h).
+        const ApuMemory m = apu_memory(
+            {total_b, free_b, amdgpu_sysfs(prop, "mem_info_vram_total"),
+             amdgpu_sysfs(prop, "mem_info_vram_used"), amdgpu_sysfs(prop, "mem_info_gtt_total"),
+             amdgpu_sysfs(prop, "mem_info_gtt_used"), host_memory().available});
+        d.memory_total = m.total;
+        d.memory_free = m.free;
+        d.notes = integrated_note(prop, total_b);
+    }
     return d;
 }
 

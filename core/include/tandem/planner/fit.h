@@ -36,10 +36,10 @@ struct FitResult {
 // Usable bytes of a device: free minus the margin.
 uint64_t usable_bytes(const DeviceBudget& d, double margin);
 
-// The budget of a device as its backend reports it (DeviceInfo::memory_free: the Vulkan heap
-// budget minus usage with VK_EXT_memory_budget, what HIP reports free (GTT included on APUs
-// when the driver allows it), MemAvailable for the CPU) with the runtime overhead of its kind.
-// Named "backend:index".
+// The budget of a device as its backend reports it (DeviceInfo::memory_free: Vulkan's heap
+// budgets less usage, every heap on unified memory; HIP's free memory, on an APU the carve-out's
+// free part plus GTT's room up to the host's available memory; MemAvailable for the CPU) with
+// the runtime overhead of its kind. Named "backend:index".
 DeviceBudget budget_of(const DeviceInfo& device);
 
 // One device: the whole model. Several: a tensor-parallel split, shares chosen among splits
