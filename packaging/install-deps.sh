@@ -16,8 +16,9 @@ DEB_PACKAGES=(
   libibverbs-dev rdma-core ibverbs-providers
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev xvfb xauth
-  # Vulkan: headers, loader, shader compiler, Mesa's CPU driver (lavapipe), tools
-  libvulkan-dev vulkan-tools glslc mesa-vulkan-drivers spirv-tools
+  # Vulkan: headers, loader, shader compiler, Mesa's CPU driver (lavapipe), tools, and the
+  # Khronos validation layer (the vulkan.validation test)
+  libvulkan-dev vulkan-tools glslc mesa-vulkan-drivers spirv-tools vulkan-validationlayers
   # HIP (ROCm 5.2 as packaged by Debian)
   hipcc libamdhip64-dev rocm-device-libs
   # packaging
