@@ -37,12 +37,10 @@ std::string gib(uint64_t b) {
 
 // What an APU user needs to know: ROCm may see only the BIOS carve-out as "VRAM"; the rest of
 // system memory is reachable through GTT, which this backend uses for weights in place.
-std::string integrated_note(const hipDeviceProp_t& prop, uint64_t runtime_total) {
-    const uint64_t vram = amdgpu_sysfs(prop, "mem_info_vram_total");
-    const uint64_t gtt = amdgpu_sysfs(prop, "mem_info_gtt_total");
-    std::string n = "integrated GPU: runtime sees " + gib(runtime_total);
-    if (vram) n += ", VRAM (BIOS carve-out) " + gib(vram);
-    if (gtt) n += ", GTT " + gib(gtt);
+std::string integrated_note(const ApuMemoryFacts& f) {
+    std::string n = "integrated GPU: runtime sees " + gib(f.runtime_total);
+    if (f.vram_total) n += ", VRAM (BIOS carve-out) " + gib(f.vram_total);
+    if (f.gtt_total) n += ", GTT " + gib(f.gtt_total);
     n += ". Weights are used in place from the file mapping (GTT); the memory listed is the "
          "carve-out's free part plus what GTT can still map, up to the host's available memory. "
          "To give the GPU more, raise the GTT limit (kernel parameters amdgpu.gttsize=<MiB>, "
@@ -76,13 +74,17 @@ DeviceInfo describe(int index) {
     if (integrated) {
         // Weights stay in host memory (GTT) here: the carve-out some runtimes report alone is
         // not this device's budget (hip_apu_memory.h).
-        const ApuMemory m = apu_memory(
-            {total_b, free_b, amdgpu_sysfs(prop, "mem_info_vram_total"),
-             amdgpu_sysfs(prop, "mem_info_vram_used"), amdgpu_sysfs(prop, "mem_info_gtt_total"),
-             amdgpu_sysfs(prop, "mem_info_gtt_used"), host_memory().available});
+        const ApuMemoryFacts facts{total_b,
+                                   free_b,
+                                   amdgpu_sysfs(prop, "mem_info_vram_total"),
+                                   amdgpu_sysfs(prop, "mem_info_vram_used"),
+                                   amdgpu_sysfs(prop, "mem_info_gtt_total"),
+                                   amdgpu_sysfs(prop, "mem_info_gtt_used"),
+                                   host_memory().available};
+        const ApuMemory m = apu_memory(facts);
         d.memory_total = m.total;
         d.memory_free = m.free;
-        d.notes = integrated_note(prop, total_b);
+        d.notes = integrated_note(facts);
     }
     return d;
 }

@@ -146,16 +146,6 @@ int Context::find_memory_type(uint32_t bits, VkMemoryPropertyFlags want,
     return -1;
 }
 
-HeapBudget Context::heap_budget() const {
-    if (!pd_.memory_budget_ext) return heap_sizes_as_budget(mem_);
-    VkPhysicalDeviceMemoryBudgetPropertiesEXT b{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
-    VkPhysicalDeviceMemoryProperties2 mp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
-    mp.pNext = &b;
-    vkGetPhysicalDeviceMemoryProperties2(pd_.handle, &mp);
-    return heap_budget_of(b);
-}
-
 std::string Context::heap_use() const {
     std::string s;
     for (uint32_t h = 0; h < mem_.memoryHeapCount; ++h) {
@@ -188,8 +178,9 @@ Buffer Context::create_buffer(uint64_t size, VkMemoryPropertyFlags want,
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(device_, b.buffer, &req);
     // Unified memory: the types of every heap, those with budget left first, tried in turn.
-    const std::vector<uint32_t> types = memory_type_order(
-        mem_, heap_budget(), req.memoryTypeBits, want, avoid, pd_.info.unified_memory, req.size);
+    const std::vector<uint32_t> types =
+        memory_type_order(mem_, query_heap_budget(pd_.handle, pd_.memory_budget_ext),
+                          req.memoryTypeBits, want, avoid, pd_.info.unified_memory, req.size);
     if (types.empty()) {
         vkDestroyBuffer(device_, b.buffer, nullptr);
         throw Error("vulkan: no memory type for " + what);

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "vk_device_list.h"
-#include "vk_heaps.h"
 
 namespace tandem::vk {
 
@@ -64,8 +63,6 @@ class Context {
     uint64_t n_allocations() const { return n_allocations_; }
     // Bytes this context holds in each heap, for the log: "heap 1 (device-local) 60.00 GiB, ...".
     std::string heap_use() const;
-    // Each heap's budget and usage now (VK_EXT_memory_budget), or the heap sizes without it.
-    HeapBudget heap_budget() const;
 
     // Runs one command buffer and waits for it (fence reused).
     void submit_and_wait(VkCommandBuffer cb);

@@ -5,7 +5,6 @@
 
 #include "tandem/common/error.h"
 #include "vk_coopmat_khr.h"
-#include "vk_heaps.h"
 
 namespace tandem::vk {
 namespace {
@@ -173,12 +172,8 @@ PhysicalDevice describe(VkInstance instance, VkPhysicalDevice pd) {
     if (best >= 0 && qs[best].timestampValidBits > 0)
         d.timestamp_period_ns = props.properties.limits.timestampPeriod;
 
-    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
-    VkPhysicalDeviceMemoryProperties2 mem{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
-    if (d.memory_budget_ext) mem.pNext = &budget;
-    vkGetPhysicalDeviceMemoryProperties2(pd, &mem);
-    const auto& mp = mem.memoryProperties;
+    VkPhysicalDeviceMemoryProperties mp{};
+    const HeapBudget budget = query_heap_budget(pd, d.memory_budget_ext, &mp);
     bool host_visible_local = false;
     for (uint32_t t = 0; t < mp.memoryTypeCount; ++t) {
         auto f = mp.memoryTypes[t].propertyFlags;
@@ -195,9 +190,7 @@ PhysicalDevice describe(VkInstance instance, VkPhysicalDevice pd) {
     info.unified_memory = info.type == DeviceType::IntegratedGpu ||
                           info.type == DeviceType::CpuEmulated ||
                           (host_visible_local && info.type != DeviceType::DiscreteGpu);
-    const UsableMemory usable =
-        usable_memory(mp, d.memory_budget_ext ? heap_budget_of(budget) : heap_sizes_as_budget(mp),
-                      info.unified_memory);
+    const UsableMemory usable = usable_memory(mp, budget, info.unified_memory);
     info.memory_total = usable.total;
     info.memory_free = usable.free;
     info.notes = d.coopmat_f16 ? "prefill on cooperative matrices (f16 x f16 -> f32)"
@@ -208,6 +201,17 @@ PhysicalDevice describe(VkInstance instance, VkPhysicalDevice pd) {
 }
 
 }  // namespace
+
+HeapBudget query_heap_budget(VkPhysicalDevice pd, bool budget_ext,
+                             VkPhysicalDeviceMemoryProperties* props) {
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 mem{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+    if (budget_ext) mem.pNext = &budget;
+    vkGetPhysicalDeviceMemoryProperties2(pd, &mem);
+    if (props) *props = mem.memoryProperties;
+    return budget_ext ? heap_budget_of(budget) : heap_sizes_as_budget(mem.memoryProperties);
+}
 
 Instance::Instance() {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tandem/backend/device.h"
+#include "vk_heaps.h"
 
 namespace tandem::vk {
 
@@ -40,6 +41,11 @@ struct PhysicalDevice {
                                        // device addresses, reported for the record
     uint64_t max_allocation_size = 0;  // one vkAllocateMemory (maxMemoryAllocationSize)
 };
+
+// The device's memory heaps and types (into *props where given) and each heap's budget and
+// usage now: VK_EXT_memory_budget's where the device has it (budget_ext), else the heap sizes.
+HeapBudget query_heap_budget(VkPhysicalDevice pd, bool budget_ext,
+                             VkPhysicalDeviceMemoryProperties* props = nullptr);
 
 // Owns the VkInstance; devices are sorted GPUs first (discrete, integrated), CPU drivers last.
 class Instance {

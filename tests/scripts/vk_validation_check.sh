@@ -17,6 +17,7 @@ if [ -z "$layer_json" ]; then
     exit 77
 fi
 out=$(mktemp) && trap 'rm -f "$out"' EXIT
+inserted='Insert instance layer "VK_LAYER_KHRONOS_validation"'
 VK_LOADER_DEBUG=layer VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation \
     VK_LAYER_ENABLES=${TANDEM_VK_VALIDATION_ENABLES:-VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT} \
     TANDEM_TEST_BACKENDS=cpu,vulkan TANDEM_PLUGIN_DIR="$plugins" \
@@ -27,7 +28,7 @@ if ! grep -qE "^\[  PASSED  \] [1-9]" "$out" && ! grep -qE "^\[  FAILED  \]" "$o
     tail -5 "$out"
     exit 77
 fi
-if ! grep -q "Insert instance layer \"VK_LAYER_KHRONOS_validation\"" "$out"; then
+if ! grep -qF "$inserted" "$out"; then
     echo "FAIL: the loader did not insert the validation layer"
     tail -20 "$out"
     exit 1
