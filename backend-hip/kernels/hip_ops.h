@@ -170,6 +170,9 @@ void enqueue_gated_q8(int act, const float* gate, const float* up, int64_t cols,
                       float* out, void* q8, hipStream_t s);
 // One thread spinning for `cycles` device clocks (the profiler holds the stream with it).
 void launch_spin(long long cycles, hipStream_t s);
+// Reads `bytes` at p (16-byte aligned, a multiple of 16) with `blocks` blocks, writing one word per
+// block to out: the weight-placement probe times it over a range.
+void launch_read_probe(const void* p, uint64_t bytes, uint32_t* out, int blocks, hipStream_t s);
 // True when the kernels above read weights of this type.
 bool weight_type_supported(DType type);
 

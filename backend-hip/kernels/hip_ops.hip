@@ -48,6 +48,26 @@ __global__ void k_gated(int act, const float* gate, const float* up, int64_t n, 
     out[i] = gate_act(act, gate[i]) * up[i];
 }
 
+// Reads n16 16-byte words at p, the grid striding over them, and leaves each block's xor in
+// out[block] so the loads stay (the weight-placement probe: read bandwidth of a range).
+__global__ void __launch_bounds__(kBlock)
+    k_read_probe(const uint4* p, uint64_t n16, uint32_t* out) {
+    uint32_t acc = 0;
+    const uint64_t stride = uint64_t(gridDim.x) * kBlock;
+    for (uint64_t i = uint64_t(blockIdx.x) * kBlock + threadIdx.x; i < n16; i += stride) {
+        const uint4 v = p[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    __shared__ uint32_t red[kBlock];
+    red[threadIdx.x] = acc;
+    __syncthreads();
+    for (int w = kBlock / 2; w > 0; w /= 2) {
+        if (int(threadIdx.x) < w) red[threadIdx.x] ^= red[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = red[0];
+}
+
 // One thread busy for `cycles` clocks (the profiler's hold at the start of a step).
 __global__ void k_spin(long long cycles) {
     const long long t0 = clock64();
@@ -270,6 +290,14 @@ void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_gr
 
 void launch_spin(long long cycles, hipStream_t s) {
     hipLaunchKernelGGL(k_spin, dim3(1), dim3(1), 0, s, cycles);
+}
+
+void launch_read_probe(const void* p, uint64_t bytes, uint32_t* out, int blocks, hipStream_t s) {
+    launch_require(
+        p && out && blocks > 0 && reinterpret_cast<uintptr_t>(p) % 16 == 0 && bytes % 16 == 0,
+        "read_probe", "a 16-byte aligned range of whole 16-byte words");
+    hipLaunchKernelGGL(k_read_probe, dim3(unsigned(blocks)), dim3(kBlock), 0, s,
+                       static_cast<const uint4*>(p), bytes / 16, out);
 }
 
 bool launch_rms_norm_q8(const float* x, const float* w, int64_t cols, int64_t rows, float eps,

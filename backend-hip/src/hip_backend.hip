@@ -20,6 +20,7 @@
 #include "hip_profile.h"
 #include "tandem/backend/collective.h"
 #include "tandem/backend/fusion.h"
+#include "tandem/backend/weight_placement.h"
 #include "tandem/backend/weight_repack.h"
 #include "tandem/common/error.h"
 
@@ -63,7 +64,13 @@ class HipBackend final : public Backend {
         mma_f32_decode_ = env_switch("TANDEM_HIP_MMA_F16DQ", 1) == 0;
         if (const char* v = std::getenv("TANDEM_HIP_MMA_TOKS")) mma_wide_ = std::atoi(v) == 128;
         matmul_split_ = env_switch("TANDEM_HIP_MATMUL_SPLIT", 1) != 0;
-        host_weights_ = env_switch("TANDEM_HIP_HOST_WEIGHTS", info_.unified_memory ? 1 : 0) != 0;
+        // TANDEM_HIP_HOST_WEIGHTS: 0 copies the weights, 1 keeps them in place unmeasured, auto
+        // keeps them in place only where the GPU reads them about as fast as device memory (the
+        // default on integrated GPUs, see tandem/backend/weight_placement.h).
+        const char* hw = std::getenv("TANDEM_HIP_HOST_WEIGHTS");
+        const std::string host_mode = hw && *hw ? hw : info_.unified_memory ? "auto" : "0";
+        host_weights_ = host_mode != "0";
+        placement_probe_ = host_mode == "auto";
         mma_prefill_ = env_switch("TANDEM_HIP_MMA", 1) != 0 && mma_prefill_passes();
         mma_attention_ = mma_prefill_ && mma_attention_passes();
         info_.f16_prefill_matmul = mma_prefill_;
@@ -100,27 +107,7 @@ class HipBackend final : public Backend {
             host_map_stale_ = true;
             return;
         }
-        dst.buf = DeviceBuffer(w.nbytes);
-        dst.dev = dst.buf.data();
-        if (repack_ && (w.type == DType::Q4_0 || w.type == DType::Q8_0 || w.type == DType::Q6_K) &&
-            repackable(w)) {
-            // Copied anyway, so repacked on the way (16-byte aligned quants for the kernels), in
-            // pieces of about 64 MiB of rows.
-            dst.kind = packed_type(w.type);
-            const uint64_t rb = row_bytes(w.type, uint64_t(w.ne[0])), rows = w.nbytes / rb;
-            const uint64_t step = std::max<uint64_t>(1, (64ull << 20) / rb);
-            std::vector<uint8_t> piece(std::min(rows, step) * rb);
-            for (uint64_t r = 0; r < rows; r += step) {
-                const uint64_t n = std::min(step, rows - r);
-                repack_rows(w, r, n, piece.data());
-                check(
-                    hipMemcpy(dst.buf.data() + r * rb, piece.data(), n * rb, hipMemcpyHostToDevice),
-                    ("uploading weight '" + w.name + "'").c_str());
-            }
-            return;
-        }
-        check(hipMemcpy(dst.buf.data(), w.data, w.nbytes, hipMemcpyHostToDevice),
-              ("uploading weight '" + w.name + "'").c_str());
+        copy_weight(dst);
     }
 
     void allocate_kv(const std::vector<KvDesc>& kv) override {
@@ -184,8 +171,19 @@ class HipBackend final : public Backend {
     hipGraphExec_t step_graph(const Graph& g);
     uint64_t step_key(const Graph& g) const;
     void drop_graphs();
+    // Copies dst.desc's bytes to device memory (repacked where the kernels read another layout).
+    void copy_weight(Weight& dst);
     void map_host_weights();
+    // Registers the page ranges of the weights used in place and points them there; false (and
+    // why) where the runtime refuses, with nothing left registered.
+    bool register_host_weights(std::string* why);
     void unmap_host_weights();
+    // Read bandwidth of registered weight pages against device memory
+    // (tandem/backend/weight_placement.h).
+    PlacementProbe probe_in_place_reads();
+    // The weights used in place copied to device memory; false (and why) if an allocation failed,
+    // with every weight back in place.
+    bool copy_host_weights(std::string* why);
     // Enqueues nodes[at] (with the nodes after it where one launch runs them: add + norm,
     // rope + store, matmuls of one input) and returns how many nodes that was.
     size_t run_at(const Graph& g, size_t at);
@@ -321,6 +319,7 @@ class HipBackend final : public Backend {
     bool graphs_enabled_ = true;
     // Unified memory: registered page ranges of the weights used in place.
     bool host_weights_ = false, host_map_stale_ = false;
+    bool placement_probe_ = false;  // measure in place against device reads before keeping it
     // Q4_0 / Q8_0 / Q6_K weights copied to the device are repacked (hip_packed.h);
     // TANDEM_HIP_REPACK=0 keeps the file layout.
     bool repack_ = true;
@@ -350,6 +349,7 @@ class HipBackend final : public Backend {
         return mma_prefill_ && mma_matmul_takes(t);
     }
     std::vector<HostRange> host_ranges_;
+    std::vector<const uint8_t*> host_range_dev_;  // each range's device mapping
     double copy_bw_ = -1;
     NodeProfile profile_{env_switch("TANDEM_HIP_PROFILE", 0) != 0};
     int clock_khz_ = 0;  // device clock, for the profiler's spin
@@ -389,15 +389,68 @@ uint8_t* HipBackend::data_of(const Graph& g, TensorId id) const {
     return nullptr;
 }
 
-// Unified memory: registers the page ranges of every weight used in place (merged, only the
-// weights this backend was given) and points each weight into its range's device mapping.
-// Where the runtime refuses (no HMM/userptr support for the mapping, or the driver needs write
-// access), the weights are copied to device memory instead, with one line on stderr.
+void HipBackend::copy_weight(Weight& dst) {
+    const WeightDesc& w = dst.desc;
+    dst.buf = DeviceBuffer(w.nbytes);
+    dst.dev = dst.buf.data();
+    dst.host = nullptr;
+    dst.kind = w.type;
+    if (repack_ && (w.type == DType::Q4_0 || w.type == DType::Q8_0 || w.type == DType::Q6_K) &&
+        repackable(w)) {
+        // Copied anyway, so repacked on the way (16-byte aligned quants for the kernels), in
+        // pieces of about 64 MiB of rows.
+        dst.kind = packed_type(w.type);
+        const uint64_t rb = row_bytes(w.type, uint64_t(w.ne[0])), rows = w.nbytes / rb;
+        const uint64_t step = std::max<uint64_t>(1, (64ull << 20) / rb);
+        std::vector<uint8_t> piece(std::min(rows, step) * rb);
+        for (uint64_t r = 0; r < rows; r += step) {
+            const uint64_t n = std::min(step, rows - r);
+            repack_rows(w, r, n, piece.data());
+            check(hipMemcpy(dst.buf.data() + r * rb, piece.data(), n * rb, hipMemcpyHostToDevice),
+                  ("uploading weight '" + w.name + "'").c_str());
+        }
+        return;
+    }
+    check(hipMemcpy(dst.buf.data(), w.data, w.nbytes, hipMemcpyHostToDevice),
+          ("uploading weight '" + w.name + "'").c_str());
+}
+
+// Unified memory: the weights used in place are registered (below) before the first step that
+// follows their upload. Where the runtime refuses, they are copied to device memory with one
+// stderr line. With the probe on (integrated GPUs), a read kernel over their pages is timed
+// against device memory first, and they are copied where in place reads clearly slower and the
+// copy fits (one stderr line with the figures either way).
 void HipBackend::map_host_weights() {
     if (!host_map_stale_) return;
     host_map_stale_ = false;
     drop_graphs();
     unmap_host_weights();
+    std::string why;
+    if (!register_host_weights(&why)) {
+        std::fprintf(stderr,
+                     "hip backend: cannot use the weights in place (%s); copying them to device "
+                     "memory\n",
+                     why.c_str());
+        if (!copy_host_weights(&why)) throw Error("hip backend: " + why);
+        return;
+    }
+    if (!placement_probe_ || host_ranges_.empty()) return;
+    const PlacementChoice c = choose_weight_placement(probe_in_place_reads(), in_place_min_share());
+    std::fprintf(stderr, "hip backend: %s\n", c.why.c_str());
+    if (!c.copy) return;
+    if (copy_host_weights(&why))
+        unmap_host_weights();
+    else
+        std::fprintf(stderr, "hip backend: %s; the weights stay in place\n", why.c_str());
+}
+
+// Merged page ranges of the weights used in place (only the weights this backend was given: a
+// shard never registers the other ranks' tensors, and never a bounding box over the file), each
+// registered mapped and read-only where the runtime has the flag. On AMD each is asked for
+// coarse-grained first: fine-grained (the default) is mapped uncached in the GPU's L2 on RDNA3
+// (MTYPE_UC), and weights that nothing writes need no coherence. Releases that ignore the flag
+// accept it, so the later attempts only run where a flag is refused.
+bool HipBackend::register_host_weights(std::string* why) {
     std::vector<HostRange> used;
     for (const Weight& w : weights_)
         if (w.host) {
@@ -407,18 +460,25 @@ void HipBackend::map_host_weights() {
     const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
     std::vector<HostRange> ranges = page_ranges(used, page);
     std::vector<const uint8_t*> dev(ranges.size(), nullptr);
-    bool ok = true;
-    std::string why;
+    std::vector<unsigned> flags;
+#if defined(hipHostRegisterReadOnly) || defined(TANDEM_HIP_ON_CUDA)
+    flags.push_back(hipHostRegisterMapped | hipHostRegisterReadOnly);
+#endif
+    flags.push_back(hipHostRegisterMapped);
+#if !defined(TANDEM_HIP_ON_CUDA)
+    for (size_t i = flags.size(); i-- > 0;)
+        flags.insert(flags.begin() + ptrdiff_t(i), flags[i] | hipExtHostRegisterCoarseGrained);
+#endif
     size_t done = 0;
-    for (; done < ranges.size() && ok; ++done) {
+    for (; done < ranges.size(); ++done) {
         void* p = reinterpret_cast<void*>(ranges[done].begin);
         const size_t n = ranges[done].end - ranges[done].begin;
         hipError_t e = hipErrorNoDevice;
-#if defined(hipHostRegisterReadOnly) || defined(TANDEM_HIP_ON_CUDA)
-        e = hipHostRegister(p, n, hipHostRegisterMapped | hipHostRegisterReadOnly);
-        if (e != hipSuccess) (void)hipGetLastError();
-#endif
-        if (e != hipSuccess) e = hipHostRegister(p, n, hipHostRegisterMapped);
+        for (unsigned f : flags) {
+            e = hipHostRegister(p, n, f);
+            if (e == hipSuccess) break;
+            (void)hipGetLastError();
+        }
         void* d = nullptr;
         if (e == hipSuccess) {
             e = hipHostGetDevicePointer(&d, p, 0);
@@ -426,41 +486,106 @@ void HipBackend::map_host_weights() {
         }
         if (e != hipSuccess) {
             (void)hipGetLastError();
-            ok = false;
-            why = hipGetErrorString(e);
+            *why = hipGetErrorString(e);
             break;
         }
         dev[done] = static_cast<const uint8_t*>(d);
     }
-    if (!ok) {
+    if (done < ranges.size()) {
         for (size_t i = 0; i < done; ++i)
             (void)hipHostUnregister(reinterpret_cast<void*>(ranges[i].begin));
-        std::fprintf(stderr,
-                     "hip backend: cannot use the weights in place (%s); copying them to device "
-                     "memory\n",
-                     why.c_str());
-        for (Weight& w : weights_)
-            if (w.host) {
-                w.buf = DeviceBuffer(w.desc.nbytes);
-                check(hipMemcpy(w.buf.data(), w.host, w.desc.nbytes, hipMemcpyHostToDevice),
-                      ("uploading weight '" + w.desc.name + "'").c_str());
-                w.dev = w.buf.data();
-                w.host = nullptr;
-            }
-        return;
+        return false;
     }
     host_ranges_ = std::move(ranges);
+    host_range_dev_ = std::move(dev);
     for (Weight& w : weights_)
         if (w.host) {
             const int64_t r = range_holding(host_ranges_, reinterpret_cast<uintptr_t>(w.host));
-            w.dev = dev[size_t(r)] + (reinterpret_cast<uintptr_t>(w.host) - host_ranges_[r].begin);
+            w.dev = host_range_dev_[size_t(r)] +
+                    (reinterpret_cast<uintptr_t>(w.host) - host_ranges_[r].begin);
         }
+    return true;
 }
 
 void HipBackend::unmap_host_weights() {
     for (const HostRange& r : host_ranges_)
         (void)hipHostUnregister(reinterpret_cast<void*>(r.begin));
     host_ranges_.clear();
+    host_range_dev_.clear();
+}
+
+bool HipBackend::copy_host_weights(std::string* why) {
+    std::vector<std::pair<Weight*, const uint8_t*>> moved;  // weight, its in-place device pointer
+    try {
+        for (Weight& w : weights_)
+            if (w.host) {
+                moved.push_back({&w, w.dev});
+                copy_weight(w);
+            }
+    } catch (const Error& e) {
+        for (auto& [w, dev] : moved) {
+            w->buf = DeviceBuffer();
+            w->host = static_cast<const uint8_t*>(w->desc.data);
+            w->dev = dev;
+            w->kind = w->desc.type;
+        }
+        *why = std::string("copying the weights to device memory failed: ") + e.what();
+        return false;
+    }
+    return true;
+}
+
+PlacementProbe HipBackend::probe_in_place_reads() {
+    PlacementProbe p;
+    for (const Weight& w : weights_)
+        if (w.host) p.weight_bytes += w.desc.nbytes;
+    size_t free_b = 0, total_b = 0;
+    if (hipMemGetInfo(&free_b, &total_b) == hipSuccess) p.device_free = free_b;
+    // The largest range, up to kProbeMaxBytes of it; below kProbeMinBytes caches would answer.
+    size_t at = 0;
+    for (size_t i = 1; i < host_ranges_.size(); ++i)
+        if (host_ranges_[i].end - host_ranges_[i].begin >
+            host_ranges_[at].end - host_ranges_[at].begin)
+            at = i;
+    const uint64_t bytes =
+        std::min<uint64_t>(host_ranges_[at].end - host_ranges_[at].begin, kProbeMaxBytes) &
+        ~uint64_t(4095);
+    if (bytes < kProbeMinBytes) return p;
+    int sms = 0;
+    if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, info_.index) !=
+            hipSuccess ||
+        sms <= 0)
+        sms = 32;
+    const int blocks = sms * 8;
+    hipEvent_t t0 = nullptr, t1 = nullptr;
+    try {
+        DeviceBuffer dev_copy(bytes), sink(uint64_t(blocks) * sizeof(uint32_t));
+        check(hipMemsetAsync(dev_copy.data(), 1, bytes, stream_), "filling the probe buffer");
+        check(hipEventCreate(&t0), "creating an event");
+        check(hipEventCreate(&t1), "creating an event");
+        auto* out = reinterpret_cast<uint32_t*>(sink.data());
+        // Best of 5 timed reads of each, alternating, after one untimed read of each.
+        double best[2] = {0, 0};
+        const void* src[2] = {host_range_dev_[at], dev_copy.data()};
+        for (int round = 0; round < 6; ++round)
+            for (int k = 0; k < 2; ++k) {
+                check(hipEventRecord(t0, stream_), "recording an event");
+                launch_read_probe(src[k], bytes, out, blocks, stream_);
+                check(hipEventRecord(t1, stream_), "recording an event");
+                check(hipEventSynchronize(t1), "timing the probe");
+                float ms = 0;
+                check(hipEventElapsedTime(&ms, t0, t1), "timing the probe");
+                if (round > 0 && ms > 0) best[k] = std::max(best[k], double(bytes) / (ms * 1e-3));
+            }
+        p.in_place_bytes_per_s = best[0];
+        p.device_bytes_per_s = best[1];
+    } catch (const Error& e) {
+        (void)hipGetLastError();
+        std::fprintf(stderr, "hip backend: weight-placement probe not run (%s)\n", e.what());
+    }
+    if (t0) (void)hipEventDestroy(t0);
+    if (t1) (void)hipEventDestroy(t1);
+    return p;
 }
 
 double HipBackend::copy_bandwidth() {

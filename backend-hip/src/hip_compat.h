@@ -16,6 +16,7 @@
 #define hipDeviceGetAttribute cudaDeviceGetAttribute
 #define hipDeviceAttributeIntegrated cudaDevAttrIntegrated
 #define hipDeviceAttributeClockRate cudaDevAttrClockRate
+#define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 #define hipMemGetInfo cudaMemGetInfo
 #define hipMalloc cudaMalloc
 #define hipFree cudaFree

@@ -48,10 +48,14 @@ uint64_t align_up(uint64_t v, uint64_t a) {
 VulkanBackend::VulkanBackend(const PhysicalDevice& pd) : info_(pd.info), pd_(pd) {
     read_tuning_env();
     // Weights in place on integrated GPUs (not on CPU drivers, where copying costs nothing
-    // either way); TANDEM_VK_IMPORT=1/0 forces it on/off.
-    import_weights_ = info_.type == DeviceType::IntegratedGpu;
-    if (const char* imp = std::getenv("TANDEM_VK_IMPORT"))
-        import_weights_ = std::string(imp) == "1";
+    // either way), kept there where they read about as fast as device memory (the probe, "auto");
+    // TANDEM_VK_IMPORT=1 imports without the probe, 0 copies, auto probes.
+    const char* imp = std::getenv("TANDEM_VK_IMPORT");
+    const std::string import_mode = imp && *imp                               ? imp
+                                    : info_.type == DeviceType::IntegratedGpu ? "auto"
+                                                                              : "0";
+    import_weights_ = import_mode != "0";
+    placement_probe_ = import_mode == "auto";
     // Discrete GPUs copy weights anyway, so they may as well get the 16-byte aligned layout.
     repack_weights_ = info_.type == DeviceType::DiscreteGpu;
     if (const char* rp = std::getenv("TANDEM_VK_REPACK")) repack_weights_ = std::string(rp) == "1";
@@ -136,6 +140,7 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host)
     }
     dst.desc = w;
     dst.desc.data = nullptr;
+    dst.host = nullptr;
     std::string why;
     dst.repacked = repack_weights_ && repackable(w);
     // Weights in place must keep the 16-byte alignment dq_group's K-quant loads need (GGUF
@@ -144,6 +149,7 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host)
     if (!dst.repacked && keep_host && import_weights_ && aligned &&
         ctx_->import_host(w.data, w.nbytes, dst.buf, &why)) {
         ++weights_imported_;
+        dst.host = w.data;
     } else {
         // Padded: the matmul kernels read whole 32-bit words, up to 4 bytes past the end of a
         // 2-byte aligned block.
@@ -173,7 +179,8 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host)
 
 void VulkanBackend::allocate_kv(const std::vector<KvDesc>& kv) {
     vkDeviceWaitIdle(ctx_->device());
-    if (weights_imported_ + weights_copied_ > 0) {  // all weights are in by now: say how
+    if (weights_imported_ > 0) settle_weight_placement();  // all weights are in by now
+    if (weights_imported_ + weights_copied_ > 0) {         // say how
         std::string how;
         if (weights_imported_)
             how = std::to_string(weights_imported_) +

@@ -86,6 +86,14 @@ class VulkanBackend final : public Backend {
     }
 
   private:
+    // Once all weights are in (allocate_kv): with the probe on, imported weights copied to device
+    // memory where they read clearly slower in place (vk_placement_probe.cpp).
+    void settle_weight_placement();
+    // Records with `record` into cb_, submits, waits: seconds on the GPU's timestamps (the host
+    // clock around the submission where the device has none). vk_copy_bandwidth.cpp.
+    double time_submission(const std::function<void(VkCommandBuffer)>& record);
+    // Bytes/s the read_vec4 shader reads over `bytes` of src (best of 5 timed passes).
+    double read_bandwidth(const Buffer& src, uint64_t bytes, const Buffer& sink);
     // Where a tensor lives: which buffer (for hazard tracking) and its device address.
     struct Ref {
         int buffer = -1;
@@ -110,6 +118,7 @@ class VulkanBackend final : public Backend {
         Buffer buf;
         std::vector<float> host_f32;  // small f32 weights (rope frequency factors) for the host
         bool repacked = false;        // vk_repack.h layout (Q4_0 / Q8_0 on discrete GPUs)
+        const void* host = nullptr;   // the caller's bytes, where imported in place
     };
     // The command buffers one graph was recorded into, replayed by later steps with the same
     // graph (every decode token): per-step values come from StepParams and the io buffer, so
@@ -491,8 +500,9 @@ class VulkanBackend final : public Backend {
     double copy_bw_ = 0;
     uint32_t weights_imported_ = 0, weights_copied_ = 0;  // since the last allocate_kv (logged)
     std::string import_refused_;
-    bool import_weights_ = false;  // try VK_EXT_external_memory_host for weights
-    bool repack_weights_ = false;  // discrete GPUs; TANDEM_VK_REPACK=1/0 forces
+    bool import_weights_ = false;   // try VK_EXT_external_memory_host for weights
+    bool placement_probe_ = false;  // time imported weights against device reads (auto)
+    bool repack_weights_ = false;   // discrete GPUs; TANDEM_VK_REPACK=1/0 forces
     Collective* collective_ = nullptr;
 };
 

@@ -146,6 +146,12 @@ int Context::find_memory_type(uint32_t bits, VkMemoryPropertyFlags want,
     return -1;
 }
 
+uint64_t Context::usable_free() const {
+    return usable_memory(mem_, query_heap_budget(pd_.handle, pd_.memory_budget_ext),
+                         pd_.info.unified_memory)
+        .free;
+}
+
 std::string Context::heap_use() const {
     std::string s;
     for (uint32_t h = 0; h < mem_.memoryHeapCount; ++h) {

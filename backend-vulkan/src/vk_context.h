@@ -63,6 +63,9 @@ class Context {
     uint64_t n_allocations() const { return n_allocations_; }
     // Bytes this context holds in each heap, for the log: "heap 1 (device-local) 60.00 GiB, ...".
     std::string heap_use() const;
+    // Bytes the device's buffers may still take now (vk_heaps.h's usable_memory, budget less
+    // usage over the heaps counted).
+    uint64_t usable_free() const;
 
     // Runs one command buffer and waits for it (fence reused).
     void submit_and_wait(VkCommandBuffer cb);

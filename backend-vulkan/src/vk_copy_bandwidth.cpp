@@ -1,6 +1,7 @@
-// The device's copy bandwidth, the yardstick for decode's achieved GB/s: copies between two large
-// device buffers by vkCmdCopyBuffer and by a compute shader (16-byte loads), timed on the GPU
-// (timestamps) or, without them, by the host; the faster counts.
+// Device bandwidth probes: the copy bandwidth, the yardstick for decode's achieved GB/s (copies
+// between two large device buffers by vkCmdCopyBuffer and by a compute shader with 16-byte
+// loads, the faster counts), and the read bandwidth of one buffer (the weight-placement probe).
+// Both are timed on the GPU (timestamps) or, without them, by the host.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,45 @@
 #include "vk_backend.h"
 
 namespace tandem::vk {
+
+double VulkanBackend::time_submission(const std::function<void(VkCommandBuffer)>& record) {
+    VkQueryPool pool = VK_NULL_HANDLE;
+    if (pd_.timestamp_period_ns > 0) {
+        VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+        qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+        qi.queryCount = 2;
+        check(vkCreateQueryPool(ctx_->device(), &qi, nullptr, &pool), "vkCreateQueryPool");
+    }
+    double seconds = 0;
+    try {
+        check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
+        VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        check(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
+        if (pool) {
+            vkCmdResetQueryPool(cb_, pool, 0, 2);
+            vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0);
+        }
+        record(cb_);
+        if (pool) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1);
+        check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
+        const auto t0 = std::chrono::steady_clock::now();
+        ctx_->submit_and_wait(cb_);
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (pool) {
+            uint64_t ts[2] = {0, 0};
+            check(vkGetQueryPoolResults(ctx_->device(), pool, 0, 2, sizeof ts, ts, sizeof(uint64_t),
+                                        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                  "vkGetQueryPoolResults");
+            if (ts[1] > ts[0]) seconds = double(ts[1] - ts[0]) * pd_.timestamp_period_ns * 1e-9;
+        }
+    } catch (...) {
+        if (pool) vkDestroyQueryPool(ctx_->device(), pool, nullptr);
+        throw;
+    }
+    if (pool) vkDestroyQueryPool(ctx_->device(), pool, nullptr);
+    return seconds;
+}
 
 double VulkanBackend::copy_bandwidth() {
     if (copy_bw_ > 0) return copy_bw_;
@@ -27,31 +67,16 @@ double VulkanBackend::copy_bandwidth() {
         ctx_->destroy(a);
         throw;
     }
-    VkQueryPool pool = VK_NULL_HANDLE;
-    if (pd_.timestamp_period_ns > 0) {
-        VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-        qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-        qi.queryCount = 2;
-        check(vkCreateQueryPool(ctx_->device(), &qi, nullptr, &pool), "vkCreateQueryPool");
-    }
     constexpr int kCopies = 6;
     // Seconds for kCopies copies a -> b, b -> a, ... (each reads what the previous one wrote),
-    // by vkCmdCopyBuffer or by the copy_vec4 shader.
+    // by vkCmdCopyBuffer or by the copy_vec4 shader; the second of two submissions (the first
+    // warms up page tables and clocks).
     auto time_copies = [&](bool shader) {
-        double seconds = 0;
-        for (int round = 0; round < 2; ++round) {  // round 0 warms up (page tables, clocks)
-            check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
-            VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-            bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-            check(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
-            if (pool) {
-                vkCmdResetQueryPool(cb_, pool, 0, 2);
-                vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 0);
-            }
+        const auto record = [&](VkCommandBuffer cb) {
             const VkPipelineStageFlags stage =
                 shader ? VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT : VK_PIPELINE_STAGE_TRANSFER_BIT;
             if (shader)
-                vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE,
+                vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE,
                                   pipelines_->get("copy_vec4", {}));
             for (int i = 0; i < kCopies; ++i) {
                 const Buffer& src = i % 2 ? b : a;
@@ -61,14 +86,14 @@ double VulkanBackend::copy_bandwidth() {
                         uint64_t src, dst;
                         uint32_t n;
                     } push{src.address, dst.address, static_cast<uint32_t>(size / 16)};
-                    vkCmdPushConstants(cb_, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                    vkCmdPushConstants(cb, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                        sizeof push, &push);
                     // Enough workgroups to fill any GPU, each invocation looping.
                     const uint64_t groups = std::min<uint64_t>((size / 16 + 1023) / 1024, 8192);
-                    vkCmdDispatch(cb_, static_cast<uint32_t>(groups), 1, 1);
+                    vkCmdDispatch(cb, static_cast<uint32_t>(groups), 1, 1);
                 } else {
                     const VkBufferCopy region{0, 0, size};
-                    vkCmdCopyBuffer(cb_, src.buffer, dst.buffer, 1, &region);
+                    vkCmdCopyBuffer(cb, src.buffer, dst.buffer, 1, &region);
                 }
                 VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
                 mb.srcAccessMask =
@@ -76,23 +101,11 @@ double VulkanBackend::copy_bandwidth() {
                 mb.dstAccessMask = shader
                                        ? VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT
                                        : VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-                vkCmdPipelineBarrier(cb_, stage, stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
+                vkCmdPipelineBarrier(cb, stage, stage, 0, 1, &mb, 0, nullptr, 0, nullptr);
             }
-            if (pool) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 1);
-            check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
-            const auto t0 = std::chrono::steady_clock::now();
-            ctx_->submit_and_wait(cb_);
-            seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (pool) {
-                uint64_t ts[2] = {0, 0};
-                check(vkGetQueryPoolResults(ctx_->device(), pool, 0, 2, sizeof ts, ts,
-                                            sizeof(uint64_t),
-                                            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-                      "vkGetQueryPoolResults");
-                if (ts[1] > ts[0]) seconds = double(ts[1] - ts[0]) * pd_.timestamp_period_ns * 1e-9;
-            }
-        }
-        return seconds;
+        };
+        (void)time_submission(record);
+        return time_submission(record);
     };
     auto rate = [&](double seconds) {
         return seconds > 0 ? 2.0 * double(size) * kCopies / seconds : 0.0;
@@ -103,12 +116,10 @@ double VulkanBackend::copy_bandwidth() {
         // CPU drivers copy with memcpy; their shaders are far slower and would only add time.
         if (info_.type != DeviceType::CpuEmulated) by_shader = rate(time_copies(true));
     } catch (...) {
-        if (pool) vkDestroyQueryPool(ctx_->device(), pool, nullptr);
         ctx_->destroy(a);
         ctx_->destroy(b);
         throw;
     }
-    if (pool) vkDestroyQueryPool(ctx_->device(), pool, nullptr);
     ctx_->destroy(a);
     ctx_->destroy(b);
     // The faster of the two is what the device's memory can do (NVIDIA's vkCmdCopyBuffer on a
@@ -127,6 +138,27 @@ double VulkanBackend::copy_bandwidth() {
                       by_copy / 1e9, double(size) / (1 << 20));
     log_info(line);
     return copy_bw_;
+}
+
+// Bytes/s of the best of 5 read_vec4 passes over `bytes` at src, after one untimed pass.
+double VulkanBackend::read_bandwidth(const Buffer& src, uint64_t bytes, const Buffer& sink) {
+    const auto record = [&](VkCommandBuffer cb) {
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_->get("read_vec4", {}));
+        struct {
+            uint64_t src, sink;
+            uint32_t n;
+        } push{src.address, sink.address, static_cast<uint32_t>(bytes / 16)};
+        vkCmdPushConstants(cb, pipelines_->layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push,
+                           &push);
+        // Enough workgroups to fill any GPU, each invocation looping.
+        vkCmdDispatch(cb, static_cast<uint32_t>(std::min<uint64_t>(bytes / 16 / 1024, 8192)), 1, 1);
+    };
+    double best = 0;
+    for (int round = 0; round < 6; ++round) {
+        const double seconds = time_submission(record);
+        if (round > 0 && seconds > 0) best = std::max(best, double(bytes) / seconds);
+    }
+    return best;
 }
 
 // "mat_mul q4_k [4096 -> 14336] T=1 matvec": what the profile table groups by.
