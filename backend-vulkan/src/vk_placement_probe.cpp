@@ -4,6 +4,7 @@
 // clearly slower and the copies fit. RADV imports host pointers as CPU-cached (snooped) memory;
 // how fast an APU's GPU reads that against its own buffers is this machine's to say.
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "tandem/backend/weight_placement.h"
@@ -31,9 +32,10 @@ void VulkanBackend::settle_weight_placement() {
         try {
             dev = ctx_->create_device_buffer(bytes, "weight-placement probe");
             sink = ctx_->create_device_buffer(16, "weight-placement probe sink");
-            std::vector<uint8_t> ones(std::min<uint64_t>(bytes, 64ull << 20), 1);
-            for (uint64_t at = 0; at < bytes; at += ones.size())
-                ctx_->upload(dev, at, ones.data(), std::min<uint64_t>(ones.size(), bytes - at));
+            // Written once, so the driver has its pages in place before the timed reads.
+            (void)time_submission([&](VkCommandBuffer cb) {
+                vkCmdFillBuffer(cb, dev.buffer, 0, bytes, 0x01010101u);
+            });
             probe.in_place_bytes_per_s = read_bandwidth(largest->buf, bytes, sink);
             probe.device_bytes_per_s = read_bandwidth(dev, bytes, sink);
         } catch (const Error& e) {
