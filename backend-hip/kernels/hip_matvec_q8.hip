@@ -308,14 +308,16 @@ __global__ void __launch_bounds__(kResidThreads)
                    o.ds + int64_t(t) * (n_out / kQ8Block));
 }
 
-// Whether a block asks L2 for its rows before grid_wait (hip_launch_overlap.h), by weight type.
-// H200, 8B tg128 with overlapped launches (docs/hip.md): Q4_K 367 tok/s with, 357 without;
-// Q4_0 464 / 475; Q8_0 333 / 360 (there the prefetch costs more than the overlap leaves to win).
-// TANDEM_HIP_PREFETCH = 0 or 1 overrides, for tuning.
+// Whether a block asks L2 for its rows before grid_wait (hip_launch_overlap.h). Off for every
+// type: on the H200 it once paid for the K-quants (session 13: Q4_K 367 tok/s with, 357
+// without), but with today's kernels it costs tg128 2 % on Q4_K_M, 5 % on Q6_K and 9 % on
+// Q8_0 (Q5_K_M even), and the first 128-1024 bytes of each row gained nothing on any type
+// (session 30, docs/hip.md).
+// TANDEM_HIP_PREFETCH=1 turns it on, for tuning.
 bool prefetch_weights(DType type) {
-    if (const char* v = std::getenv("TANDEM_HIP_PREFETCH")) return std::atoi(v) != 0;
-    const DType f = file_type(type);
-    return f == DType::Q4_K || f == DType::Q5_K || f == DType::Q6_K;
+    (void)type;
+    const char* v = std::getenv("TANDEM_HIP_PREFETCH");
+    return v && std::atoi(v) != 0;
 }
 
 // Output rows per block: 4, 2 for Q8_0. H200, one 8B-shaped matvec at a time
