@@ -149,11 +149,14 @@ bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n
 // Rows per workgroup: q8_rows_, or 8 for repacked Q6_K on the per-row split (q8_shares: 64
 // items a row at 4096 inputs, 16 invocations a row then take 4 each). H200, 8B Q6_K tg128 at
 // 2 / 4 / 8 rows (docs/vulkan.md, session 15): 284 / 288 / 307 tok/s; the LM head 166 / 143 /
-// 131 µs. TANDEM_VK_Q8_ROWS sets every type's. at_least: a lower bound (v's rows in a q/k/v
-// launch: whole f16 words).
+// 131 µs. Q8_0 (plain or repacked), which never shares, takes 4: a subgroup of 32 a row rather
+// than 64 invocations (H200, 8B Q8_0 tg128, session 30: docs/vulkan.md). TANDEM_VK_Q8_ROWS sets
+// every type's. at_least: a lower bound (v's rows in a q/k/v launch: whole f16 words).
 uint32_t VulkanBackend::q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const {
     uint32_t rows = q8_rows_;
     if (!q8_rows_set_ && few_items_per_row(type, n_in)) rows = 8;
+    if (!q8_rows_set_ && (type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0)))
+        rows = 4;
     return std::max(rows, at_least);
 }
 
