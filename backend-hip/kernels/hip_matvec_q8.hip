@@ -314,8 +314,7 @@ __global__ void __launch_bounds__(kResidThreads)
 // Q8_0 (Q5_K_M even), and the first 128-1024 bytes of each row gained nothing on any type
 // (session 30, docs/hip.md).
 // TANDEM_HIP_PREFETCH=1 turns it on, for tuning.
-bool prefetch_weights(DType type) {
-    (void)type;
+bool prefetch_weights() {
     const char* v = std::getenv("TANDEM_HIP_PREFETCH");
     return v && std::atoi(v) != 0;
 }
@@ -409,7 +408,7 @@ bool matvec_q8_as(const Q8Matrix* m, int n, int64_t n_in, const void* q8, int64_
     const auto stride = static_cast<int64_t>(row_bytes(file_type(T), static_cast<uint64_t>(n_in)));
     Q8Parts parts{};
     parts.n = n;
-    parts.prefetch = prefetch_weights(T) ? 1 : 0;
+    parts.prefetch = prefetch_weights() ? 1 : 0;
     if (rope) parts.rope = *rope;
     if (norm) parts.norm = *norm;
     for (int i = 0; i < n; ++i) {
@@ -545,7 +544,7 @@ bool launch_matvec_q8_resid_norm(DType type, const void* w, int64_t n_in, int64_
     const ResidNormOut o{bias, resid,
                          sum,  nw,
                          qs,   reinterpret_cast<float2*>(qs + n_tok * n_out),
-                         ss,   prefetch_weights(type) ? 1 : 0};
+                         ss,   prefetch_weights() ? 1 : 0};
     bool ok = false;
     visit_q8_type(type, [&](auto P) {
         ok = matvec_q8_resid_norm_as<decltype(P)::value>(w, n_in, n_out, q8, n_tok, o, s);

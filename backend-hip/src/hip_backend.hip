@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,8 @@ class HipBackend final : public Backend {
     // Read bandwidth of registered weight pages against device memory
     // (tandem/backend/weight_placement.h).
     PlacementProbe probe_in_place_reads();
+    // Seconds the work `enqueue` puts on the stream takes (events around it); waits for it.
+    double time_on_stream(const std::function<void()>& enqueue);
     // The weights used in place copied to device memory; false (and why) if an allocation failed,
     // with every weight back in place.
     bool copy_host_weights(std::string* why);
@@ -557,25 +560,18 @@ PlacementProbe HipBackend::probe_in_place_reads() {
         sms <= 0)
         sms = 32;
     const int blocks = sms * 8;
-    hipEvent_t t0 = nullptr, t1 = nullptr;
     try {
         DeviceBuffer dev_copy(bytes), sink(uint64_t(blocks) * sizeof(uint32_t));
         check(hipMemsetAsync(dev_copy.data(), 1, bytes, stream_), "filling the probe buffer");
-        check(hipEventCreate(&t0), "creating an event");
-        check(hipEventCreate(&t1), "creating an event");
         auto* out = reinterpret_cast<uint32_t*>(sink.data());
         // Best of 5 timed reads of each, alternating, after one untimed read of each.
         double best[2] = {0, 0};
         const void* src[2] = {host_range_dev_[at], dev_copy.data()};
         for (int round = 0; round < 6; ++round)
             for (int k = 0; k < 2; ++k) {
-                check(hipEventRecord(t0, stream_), "recording an event");
-                launch_read_probe(src[k], bytes, out, blocks, stream_);
-                check(hipEventRecord(t1, stream_), "recording an event");
-                check(hipEventSynchronize(t1), "timing the probe");
-                float ms = 0;
-                check(hipEventElapsedTime(&ms, t0, t1), "timing the probe");
-                if (round > 0 && ms > 0) best[k] = std::max(best[k], double(bytes) / (ms * 1e-3));
+                const double s =
+                    time_on_stream([&] { launch_read_probe(src[k], bytes, out, blocks, stream_); });
+                if (round > 0 && s > 0) best[k] = std::max(best[k], double(bytes) / s);
             }
         p.in_place_bytes_per_s = best[0];
         p.device_bytes_per_s = best[1];
@@ -583,9 +579,26 @@ PlacementProbe HipBackend::probe_in_place_reads() {
         (void)hipGetLastError();
         std::fprintf(stderr, "hip backend: weight-placement probe not run (%s)\n", e.what());
     }
-    if (t0) (void)hipEventDestroy(t0);
-    if (t1) (void)hipEventDestroy(t1);
     return p;
+}
+
+double HipBackend::time_on_stream(const std::function<void()>& enqueue) {
+    struct Events {
+        hipEvent_t e[2] = {nullptr, nullptr};
+        ~Events() {
+            for (hipEvent_t x : e)
+                if (x) (void)hipEventDestroy(x);
+        }
+    } ev;
+    check(hipEventCreate(&ev.e[0]), "creating an event");
+    check(hipEventCreate(&ev.e[1]), "creating an event");
+    check(hipEventRecord(ev.e[0], stream_), "recording an event");
+    enqueue();
+    check(hipEventRecord(ev.e[1], stream_), "recording an event");
+    check(hipEventSynchronize(ev.e[1]), "waiting for timed work");
+    float ms = 0;
+    check(hipEventElapsedTime(&ms, ev.e[0], ev.e[1]), "timing");
+    return double(ms) * 1e-3;
 }
 
 double HipBackend::copy_bandwidth() {
@@ -596,21 +609,13 @@ double HipBackend::copy_bandwidth() {
     const uint64_t n = std::min<uint64_t>(uint64_t(1) << 30, free_b / 4) & ~uint64_t(255);
     if (n < (uint64_t(16) << 20)) return 0;
     DeviceBuffer a(n), b(n);
-    hipEvent_t t0, t1;
-    check(hipEventCreate(&t0), "creating an event");
-    check(hipEventCreate(&t1), "creating an event");
     check(hipMemcpyAsync(b.data(), a.data(), n, hipMemcpyDeviceToDevice, stream_), "copy");
     const int reps = 10;
-    check(hipEventRecord(t0, stream_), "recording an event");
-    for (int i = 0; i < reps; ++i)
-        check(hipMemcpyAsync(b.data(), a.data(), n, hipMemcpyDeviceToDevice, stream_), "copy");
-    check(hipEventRecord(t1, stream_), "recording an event");
-    check(hipEventSynchronize(t1), "timing copies");
-    float ms = 0;
-    check(hipEventElapsedTime(&ms, t0, t1), "timing copies");
-    (void)hipEventDestroy(t0);
-    (void)hipEventDestroy(t1);
-    if (ms > 0) copy_bw_ = 2.0 * double(n) * reps / (double(ms) * 1e-3);  // read + written
+    const double s = time_on_stream([&] {
+        for (int i = 0; i < reps; ++i)
+            check(hipMemcpyAsync(b.data(), a.data(), n, hipMemcpyDeviceToDevice, stream_), "copy");
+    });
+    if (s > 0) copy_bw_ = 2.0 * double(n) * reps / s;  // read + written
     return copy_bw_;
 }
 

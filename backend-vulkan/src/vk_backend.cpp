@@ -116,6 +116,12 @@ VulkanBackend::~VulkanBackend() {
     pipelines_.reset();
 }
 
+// Padded: the matmul kernels read whole 32-bit words, up to 4 bytes past the end of a 2-byte
+// aligned block.
+Buffer VulkanBackend::create_weight_buffer(const WeightDesc& w) {
+    return ctx_->create_device_buffer(align_up(w.nbytes + 4, 4), "weight '" + w.name + "'");
+}
+
 void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host) {
     ++weight_uploads_;  // a rope factors weight may change: the rope tables are placed again
     if (slot < 0) throw Error("vulkan backend: negative weight slot for '" + w.name + "'");
@@ -151,9 +157,7 @@ void VulkanBackend::upload_weight(int slot, const WeightDesc& w, bool keep_host)
         ++weights_imported_;
         dst.host = w.data;
     } else {
-        // Padded: the matmul kernels read whole 32-bit words, up to 4 bytes past the end of a
-        // 2-byte aligned block.
-        dst.buf = ctx_->create_device_buffer(align_up(w.nbytes + 4, 4), "weight '" + w.name + "'");
+        dst.buf = create_weight_buffer(w);
         if (dst.repacked) {  // in pieces of about 64 MiB of rows
             const uint64_t rb = row_bytes(w.type, uint64_t(w.ne[0]));
             const uint64_t step = std::max<uint64_t>(1, (64ull << 20) / rb);

@@ -89,6 +89,8 @@ class VulkanBackend final : public Backend {
     // Once all weights are in (allocate_kv): with the probe on, imported weights copied to device
     // memory where they read clearly slower in place (vk_placement_probe.cpp).
     void settle_weight_placement();
+    // A device buffer for a copy of weight w, padded for the kernels' whole-word reads.
+    Buffer create_weight_buffer(const WeightDesc& w);
     // Records with `record` into cb_, submits, waits: seconds on the GPU's timestamps (the host
     // clock around the submission where the device has none). vk_copy_bandwidth.cpp.
     double time_submission(const std::function<void(VkCommandBuffer)>& record);

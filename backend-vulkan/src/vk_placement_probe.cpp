@@ -53,9 +53,7 @@ void VulkanBackend::settle_weight_placement() {
     try {
         for (Weight& w : weights_)
             if (w.host) {
-                // Padded as upload_weight pads copies (whole 32-bit words past a 2-byte block).
-                copies.push_back({&w, ctx_->create_device_buffer((w.desc.nbytes + 4 + 3) / 4 * 4,
-                                                                 "weight '" + w.desc.name + "'")});
+                copies.push_back({&w, create_weight_buffer(w.desc)});
                 ctx_->upload(copies.back().second, 0, w.host, w.desc.nbytes);
             }
     } catch (const Error& e) {

@@ -118,6 +118,13 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
     q8_src_ = x.address, q8_src_cols_ = n_in, q8_src_rows_ = T;
 }
 
+namespace {
+// Q8_0 in the file layout or repacked: the one type that never shares items across rows.
+bool is_q8_0(uint32_t type) {
+    return type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0);
+}
+}  // namespace
+
 // matvec_q8.comp's SHARE split: one or two tokens (it holds every token's activations of an
 // item in registers), subgroup sums (its reduction), subgroups of at least `rows` invocations
 // (its shared array). Not Q8_0, whose 34 weight bytes per 32 meet only 34 bytes of
@@ -132,17 +139,14 @@ void VulkanBackend::quantize_q8(const Ref& x, int64_t n_in, int64_t T) {
 // repacked Q6_K, for tuning.
 bool VulkanBackend::few_items_per_row(uint32_t type, int64_t n_in) const {
     const bool q6r = type == repacked_type_id(DType::Q6_K);
-    if (!q6r &&
-        (!q8_few_ || type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0)))
-        return false;
+    if (!q6r && (!q8_few_ || is_q8_0(type))) return false;
     const int64_t items = type == uint32_t(DType::Q6_K) ? n_in / 16 : q6r ? n_in / 64 : n_in / 32;
     return items < kQ8Workgroup;
 }
 
 bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n_in) const {
     if (few_items_per_row(type, n_in)) return false;
-    return q8_share_ && T <= 2 && type != uint32_t(DType::Q8_0) &&
-           type != repacked_type_id(DType::Q8_0) && pd_.subgroup_arithmetic &&
+    return q8_share_ && T <= 2 && !is_q8_0(type) && pd_.subgroup_arithmetic &&
            pd_.subgroup_size >= rows && kQ8Workgroup % pd_.subgroup_size == 0;
 }
 
@@ -155,8 +159,7 @@ bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n
 uint32_t VulkanBackend::q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const {
     uint32_t rows = q8_rows_;
     if (!q8_rows_set_ && few_items_per_row(type, n_in)) rows = 8;
-    if (!q8_rows_set_ && (type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0)))
-        rows = 4;
+    if (!q8_rows_set_ && is_q8_0(type)) rows = 4;
     return std::max(rows, at_least);
 }
 
