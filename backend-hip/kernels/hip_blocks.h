@@ -348,4 +348,53 @@ struct Group32<T, true> {
     }
 };
 
+// Q4_K / Q5_K: a group is one sub-block j of a super-block, so it keeps only j's scale and min
+// and the nibble and fifth bit j selects, where the unit of 64 keeps both sub-blocks' (the prefill
+// tile's 128-token form spilled Q5_K's surplus beside its 64 sums: 8 bytes, session 25). The same
+// arithmetic as BlocksK45::piece, so the same bits.
+template <bool Five>
+struct Group32K45 {
+    uint32_t q[8];
+    uint32_t h[Five ? 8 : 1];
+    float d, m;
+    int j;  // the sub-block: nibble j % 2 of the unit's bytes, Q5_K's fifth bit j
+    __device__ void load(const uint8_t* row, int64_t k) {
+        const uint8_t* blk = row + (k / 256) * BlocksK45<Five>::kSuper;
+        j = int(k % 256) / 32;
+        const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
+        int s, mm;
+        k4_scale_min(hdr, j, s, mm);
+        d = f16_fast(hdr.x & 0xffffu) * float(s);
+        m = f16_fast(hdr.x >> 16) * float(mm);
+        const auto* qs = reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * (j / 2));
+        const uint4 a = qs[0], b = qs[1];
+        q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w;
+        q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
+        if constexpr (Five) {
+            const auto* qh = reinterpret_cast<const uint4*>(blk + 16);
+            const uint4 e = qh[0], f = qh[1];
+            h[0] = e.x, h[1] = e.y, h[2] = e.z, h[3] = e.w;
+            h[4] = f.x, h[5] = f.y, h[6] = f.z, h[7] = f.w;
+        }
+    }
+    // Weights 8c .. 8c + 7 of the group.
+    __device__ void decode8(int c, float* w) const {
+        const int shift = 4 * (j % 2);
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const uint32_t qq = q[2 * c + half] >> shift;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                int v = int((qq >> (8 * i)) & 0xFu);
+                if constexpr (Five) v += int((h[2 * c + half] >> (8 * i + j)) & 1u) << 4;
+                w[4 * half + i] = d * float(v) - m;
+            }
+        }
+    }
+};
+template <>
+struct Group32<DType::Q4_K, true> : Group32K45<false> {};
+template <>
+struct Group32<DType::Q5_K, true> : Group32K45<true> {};
+
 }  // namespace tandem::hip
