@@ -24,6 +24,7 @@
 #include "tandem/backend/weight_placement.h"
 #include "tandem/backend/weight_repack.h"
 #include "tandem/common/error.h"
+#include "tandem/common/sysinfo.h"
 
 namespace tandem::hip {
 namespace {
@@ -43,6 +44,10 @@ int env_switch(const char* name, int dflt) {
 // there, so a replayed graph sees the step's position); inputs and outputs follow.
 constexpr uint64_t kNPastBytes = 256;
 constexpr size_t kMaxGraphs = 16;
+// Why an APU's hipMalloc runs out early, for the lines that say a buffer went to host memory.
+constexpr const char* kCarveOutHint =
+    " (on an APU, ROCm may give hipMalloc only the VRAM carve-out set in the firmware; the rest "
+    "of memory, GTT, is still used this way)";
 
 class HipBackend final : public Backend {
   public:
@@ -72,6 +77,16 @@ class HipBackend final : public Backend {
         const std::string host_mode = hw && *hw ? hw : info_.unified_memory ? "auto" : "0";
         host_weights_ = host_mode != "0";
         placement_probe_ = host_mode == "auto";
+        // TANDEM_HIP_HOST_BUFFERS: 0 device memory only, 1 host memory mapped for the GPU for
+        // every buffer (tests, on any GPU), auto device memory while hipMalloc has room, then host
+        // memory (the default on integrated GPUs, see BufferHome).
+        const char* hb = std::getenv("TANDEM_HIP_HOST_BUFFERS");
+        const std::string buffer_mode = hb && *hb ? hb : info_.unified_memory ? "auto" : "0";
+        home_ = buffer_mode == "0"   ? BufferHome::Device
+                : buffer_mode == "1" ? BufferHome::Host
+                                     : BufferHome::DeviceThenHost;
+        if (const char* v = std::getenv("TANDEM_HIP_DEVICE_LIMIT_MIB"))
+            ledger_->limit = uint64_t(std::max(0L, std::atol(v))) << 20;
         mma_prefill_ = env_switch("TANDEM_HIP_MMA", 1) != 0 && mma_prefill_passes();
         mma_attention_ = mma_prefill_ && mma_attention_passes();
         info_.f16_prefill_matmul = mma_prefill_;
@@ -115,24 +130,32 @@ class HipBackend final : public Backend {
         drop_graphs();
         kv_.clear();
         kv_bytes_ = 0;
+        uint64_t in_host = 0;
         for (const auto& d : kv) {
             if (d.type != DType::F16 && d.type != DType::F32)
                 throw Error("hip backend: KV cache type " + std::string(dtype_name(d.type)) +
                             " is not supported (f16 or f32)");
             const uint64_t n =
                 row_bytes(d.type, static_cast<uint64_t>(d.width)) * uint64_t(d.n_ctx);
-            Kv k{d, DeviceBuffer(n)};
+            Kv k{d, buffer(n, false)};  // one line below for all of it
             check(hipMemsetAsync(k.buf.data(), 0, n, stream_), "clearing the KV cache");
             kv_bytes_ += n;
+            if (k.buf.in_host_memory()) in_host += n;
             kv_.push_back(std::move(k));
         }
         check(hipStreamSynchronize(stream_), "clearing the KV cache");
+        if (in_host && home_ != BufferHome::Host)
+            std::fprintf(stderr,
+                         "hip backend: %.1f MiB of the KV cache's %.1f MiB are in host memory "
+                         "mapped for the GPU: hipMalloc had no room left%s\n",
+                         double(in_host) / (1 << 20), double(kv_bytes_) / (1 << 20),
+                         info_.unified_memory ? kCarveOutHint : "");
     }
 
     void reserve_scratch(uint64_t bytes) override {
         if (bytes <= scratch_.size()) return;
         drop_graphs();
-        scratch_ = DeviceBuffer(bytes);
+        scratch_ = buffer(bytes);
     }
 
     void set_collective(Collective* c) override { collective_ = c; }
@@ -320,6 +343,11 @@ class HipBackend final : public Backend {
     std::vector<CapturedStep> graphs_;
     std::vector<uint64_t> seen_keys_;
     bool graphs_enabled_ = true;
+    // Where buffers go (BufferHome) and the device bytes they hold; buffer() allocates them.
+    BufferHome home_ = BufferHome::Device;
+    std::shared_ptr<DeviceLedger> ledger_ = std::make_shared<DeviceLedger>();
+    bool host_fallback_said_ = false;
+    DeviceBuffer buffer(uint64_t n, bool say = true);  // say: one stderr line at the first fallback
     // Unified memory: registered page ranges of the weights used in place.
     bool host_weights_ = false, host_map_stale_ = false;
     bool placement_probe_ = false;  // measure in place against device reads before keeping it
@@ -394,7 +422,7 @@ uint8_t* HipBackend::data_of(const Graph& g, TensorId id) const {
 
 void HipBackend::copy_weight(Weight& dst) {
     const WeightDesc& w = dst.desc;
-    dst.buf = DeviceBuffer(w.nbytes);
+    dst.buf = buffer(w.nbytes);
     dst.dev = dst.buf.data();
     dst.host = nullptr;
     dst.kind = w.type;
@@ -416,6 +444,20 @@ void HipBackend::copy_weight(Weight& dst) {
     }
     check(hipMemcpy(dst.buf.data(), w.data, w.nbytes, hipMemcpyHostToDevice),
           ("uploading weight '" + w.name + "'").c_str());
+}
+
+DeviceBuffer HipBackend::buffer(uint64_t n, bool say) {
+    DeviceBuffer b(n, home_, ledger_);
+    if (say && b.in_host_memory() && home_ != BufferHome::Host && !host_fallback_said_) {
+        host_fallback_said_ = true;
+        std::fprintf(stderr,
+                     "hip backend: hipMalloc has no room for %.1f MiB (%.1f MiB of device memory "
+                     "held); this and later buffers that do not fit go to host memory mapped for "
+                     "the GPU%s\n",
+                     double(n) / (1 << 20), double(ledger_->used) / (1 << 20),
+                     info_.unified_memory ? kCarveOutHint : "");
+    }
+    return b;
 }
 
 // Unified memory: the weights used in place are registered (below) before the first step that
@@ -544,6 +586,12 @@ PlacementProbe HipBackend::probe_in_place_reads() {
         if (w.host) p.weight_bytes += w.desc.nbytes;
     size_t free_b = 0, total_b = 0;
     if (hipMemGetInfo(&free_b, &total_b) == hipSuccess) p.device_free = free_b;
+    // A copy hipMalloc has no room for goes to host memory (BufferHome): on an APU with a small
+    // carve-out that is where it lands, as fast as the carve-out (coarse-grained), where the
+    // pages registered in place may not be. The host's available memory is the limit there; not
+    // added to the carve-out's, which some releases already count in hipMemGetInfo.
+    if (info_.unified_memory && home_ == BufferHome::DeviceThenHost)
+        p.device_free = std::max<uint64_t>(p.device_free, host_memory().available);
     // The largest range, up to kProbeMaxBytes of it; below kProbeMinBytes caches would answer.
     size_t at = 0;
     for (size_t i = 1; i < host_ranges_.size(); ++i)
@@ -643,7 +691,7 @@ void HipBackend::layout_io(const Graph& g, const StepIO& io) {
     in_end_ = at;
     for (size_t i = 0; i < out_bytes.size(); ++i)
         out_off_[i] = at, at = align_up(at + out_bytes[i], 256);
-    if (at > io_dev_.size()) io_dev_ = DeviceBuffer(at);
+    if (at > io_dev_.size()) io_dev_ = buffer(at);
     uint8_t* pinned = staging_.reserve(at);
     std::memcpy(pinned, &io.n_past, sizeof io.n_past);
     for (size_t i = 0; i < in_bytes.size(); ++i)
@@ -883,27 +931,27 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     }
     check_step_inputs(g, io);  // token ids and the KV cache's room, before anything is enqueued
     if (moe_floats * sizeof(float) > moe_scratch_.size())
-        moe_scratch_ = DeviceBuffer(moe_floats * sizeof(float));
+        moe_scratch_ = buffer(moe_floats * sizeof(float));
     if (split_floats * sizeof(float) > split_scratch_.size())
-        split_scratch_ = DeviceBuffer(split_floats * sizeof(float));
+        split_scratch_ = buffer(split_floats * sizeof(float));
     if (x16_bytes > x16_scratch_.size()) {
         drop_graphs();  // captured steps point at the old buffer
-        x16_scratch_ = DeviceBuffer(x16_bytes);
+        x16_scratch_ = buffer(x16_bytes);
     }
     if (attn_floats * sizeof(float) > attn_scratch_.size()) {
-        attn_scratch_ = DeviceBuffer(attn_floats * sizeof(float));
+        attn_scratch_ = buffer(attn_floats * sizeof(float));
         check(hipMemsetAsync(attn_scratch_.data(), 0, attention_zeroed_floats() * sizeof(float),
                              stream_),
               "clearing the attention tickets");
     }
     if (q8_bytes > q8_scratch_.size()) {
         drop_graphs();  // captured steps point at the old buffers
-        q8_scratch_ = DeviceBuffer(q8_bytes);
-        q8_alt_ = DeviceBuffer(q8_bytes);
-        norm_ss_ = DeviceBuffer(q8_bytes / 8);  // a float per 32 int8 values
+        q8_scratch_ = buffer(q8_bytes);
+        q8_alt_ = buffer(q8_bytes);
+        norm_ss_ = buffer(q8_bytes / 8);  // a float per 32 int8 values
     }
     if (q8_bytes && !rope_tables_.size())  // once: captured steps point at it
-        rope_tables_ = DeviceBuffer(uint64_t(kRopeTables * kRopeTableSlot) * sizeof(float2));
+        rope_tables_ = buffer(uint64_t(kRopeTables * kRopeTableSlot) * sizeof(float2));
     if (collective_floats) collective_host_.reserve(collective_floats * sizeof(float));
     layout_io(g, io);
     // Host collectives synchronise mid-step, which a captured graph cannot. Steps of more tokens

@@ -5,6 +5,7 @@
 #include <hip/hip_runtime.h>
 #endif
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "tandem/common/error.h"
@@ -16,40 +17,102 @@ inline void check(hipError_t e, const char* what) {
         throw Error(std::string("hip backend: ") + what + ": " + hipGetErrorString(e));
 }
 
-// One device allocation, freed with its owner.
+// Where a DeviceBuffer's memory may come from. On an APU, ROCm has given hipMalloc only the VRAM
+// carve-out on many releases (a 512 MiB carve-out of a 128 GB Strix Halo is common), while the
+// rest of the same DRAM, GTT, is reachable as pinned host memory mapped for the GPU. The backend's
+// memory budget counts both (hip_apu_memory.h), so what hipMalloc refuses is taken from there,
+// coarse-grained: the GPU may cache it in L2 (fine-grained host memory is mapped uncached on
+// RDNA3), and nothing on the host reads it while a step runs.
+enum class BufferHome { Device, DeviceThenHost, Host };
+
+// The device bytes a backend's buffers hold, against an optional limit (TANDEM_HIP_DEVICE_LIMIT,
+// which stands in for a small carve-out on GPUs that have none): past it hipMalloc is not asked,
+// as if it were out of memory.
+struct DeviceLedger {
+    uint64_t limit = 0;  // 0: none
+    uint64_t used = 0;
+};
+
+// One allocation the device reads and writes, freed with its owner.
 class DeviceBuffer {
   public:
     DeviceBuffer() = default;
-    explicit DeviceBuffer(uint64_t n) : size_(n) {
-        check(hipMalloc(&ptr_, n ? n : 1),
-              ("allocating " + std::to_string(n) + " device bytes").c_str());
+    explicit DeviceBuffer(uint64_t n, BufferHome home = BufferHome::Device,
+                          std::shared_ptr<DeviceLedger> ledger = nullptr)
+        : size_(n), ledger_(std::move(ledger)) {
+        const uint64_t bytes = n ? n : 1;
+        hipError_t e = hipErrorOutOfMemory;
+        if (home != BufferHome::Host) {
+            if (!ledger_ || !ledger_->limit || ledger_->used + bytes <= ledger_->limit)
+                e = hipMalloc(&ptr_, bytes);
+            if (e == hipSuccess) {
+                if (ledger_) ledger_->used += bytes;
+                return;
+            }
+            ptr_ = nullptr;
+            (void)hipGetLastError();
+            if (home == BufferHome::Device || e != hipErrorOutOfMemory)
+                check(e, ("allocating " + std::to_string(n) + " device bytes").c_str());
+        }
+        ledger_.reset();  // host memory is not the device's
+#if defined(TANDEM_HIP_ON_CUDA)
+        constexpr unsigned kFlags = cudaHostAllocMapped;
+#else
+        constexpr unsigned kFlags = hipHostMallocMapped | hipHostMallocNonCoherent;
+#endif
+        check(hipHostMalloc(&host_, bytes, kFlags),
+              ("allocating " + std::to_string(n) + " bytes of host memory for the device").c_str());
+        e = hipHostGetDevicePointer(&ptr_, host_, 0);
+        if (e != hipSuccess) {
+            (void)hipHostFree(host_);
+            host_ = nullptr;
+            check(e, "mapping host memory for the device");
+        }
     }
-    DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), size_(o.size_) {
-        o.ptr_ = nullptr;
-        o.size_ = 0;
+    DeviceBuffer(DeviceBuffer&& o) noexcept {
+        take(o);
     }
     DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
         if (this != &o) {
             release();
-            ptr_ = o.ptr_;
-            size_ = o.size_;
-            o.ptr_ = nullptr;
-            o.size_ = 0;
+            take(o);
         }
         return *this;
     }
-    ~DeviceBuffer() { release(); }
-    uint8_t* data() const { return static_cast<uint8_t*>(ptr_); }
-    uint64_t size() const { return size_; }
+    ~DeviceBuffer() {
+        release();
+    }
+    uint8_t* data() const {
+        return static_cast<uint8_t*>(ptr_);
+    }
+    uint64_t size() const {
+        return size_;
+    }
+    bool in_host_memory() const {
+        return host_ != nullptr;
+    }
 
   private:
-    void release() {
-        if (ptr_) (void)hipFree(ptr_);
-        ptr_ = nullptr;
-        size_ = 0;
+    void take(DeviceBuffer& o) {
+        ptr_ = o.ptr_, host_ = o.host_, size_ = o.size_, ledger_ = std::move(o.ledger_);
+        o.ptr_ = o.host_ = nullptr;
+        o.size_ = 0;
     }
-    void* ptr_ = nullptr;
+    void release() {
+        if (host_) {
+            (void)hipHostFree(host_);
+        } else if (ptr_) {
+            (void)hipFree(ptr_);
+            if (ledger_) ledger_->used -= size_ ? size_ : 1;
+        }
+        ptr_ = host_ = nullptr;
+        size_ = 0;
+        ledger_.reset();
+    }
+    void* ptr_ = nullptr;   // what the device reads
+    void* host_ = nullptr;  // the host allocation behind it, where it is host memory
     uint64_t size_ = 0;
+    std::shared_ptr<DeviceLedger> ledger_;
 };
 
 // Pinned host memory for staging step inputs and outputs (async copies need it). Grown, never

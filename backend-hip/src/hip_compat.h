@@ -8,6 +8,7 @@
 #define hipError_t cudaError_t
 #define hipSuccess cudaSuccess
 #define hipErrorNoDevice cudaErrorNoDevice
+#define hipErrorOutOfMemory cudaErrorMemoryAllocation
 #define hipGetErrorString cudaGetErrorString
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipGetDeviceProperties cudaGetDeviceProperties

@@ -3,6 +3,8 @@
 // fixture's 24-token greedy continuation; half-precision and quantised weights with an f16 cache
 // stay close to the CPU backend. Skips without a GPU or without the fixtures.
 #include <cstdlib>
+#include <span>
+#include <string>
 
 #include "../engine/engine_fixture.h"
 #include "../engine/hf_reference.h"
@@ -123,6 +125,64 @@ TEST(HipModelsModes, WeightsInPlaceAndEagerStepsMatchCpu) {
         EXPECT_LT(e, 1e-4) << var;
         hip->clear();
         EXPECT_EQ(engine::generate(*hip, ref.prompt, nullptr, o).ids, greedy_cpu) << var;
+    }
+}
+
+// Buffers in host memory mapped for the GPU (BufferHome: where an APU's hipMalloc, limited to
+// the VRAM carve-out, has no room): every buffer there (TANDEM_HIP_HOST_BUFFERS=1), and device
+// memory until a limit standing in for a small carve-out, then host memory (=auto with
+// TANDEM_HIP_DEVICE_LIMIT_MIB). The kernels are the same, so the logits must be the same bits as
+// with device memory; with device memory only (=0) the limit is a clear error, not a crash.
+TEST(HipModelsModes, BuffersInHostMemoryGiveTheSameBits) {
+    TANDEM_HIP_OR_SKIP(probe);
+    probe.reset();
+    TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/qwen3moe-tiny");
+    const HfReference ref = load_hf_reference(dir);
+    auto model = engine::load_model(*tiny_gguf("qwen3moe-tiny", DType::Q8_0));
+    struct Env {
+        Env(const char* home, const char* limit) {
+            ::setenv("TANDEM_HIP_HOST_BUFFERS", home, 1);
+            if (limit) ::setenv("TANDEM_HIP_DEVICE_LIMIT_MIB", limit, 1);
+        }
+        ~Env() {
+            ::unsetenv("TANDEM_HIP_HOST_BUFFERS");
+            ::unsetenv("TANDEM_HIP_DEVICE_LIMIT_MIB");
+        }
+    };
+    auto run = [&](const char* home, const char* limit, std::string* log) {
+        testing::internal::CaptureStderr();
+        std::vector<float> l;
+        try {
+            const Env env(home, limit);
+            auto hip = engine_on("hip", model, DType::F16);
+            hip->decode(ref.prompt, l, true);
+            for (int32_t t : {5, 17, 3}) {  // decode steps too (captured graphs on the way)
+                std::vector<float> step;
+                hip->decode(std::span<const int32_t>(&t, 1), step, false);
+                l.insert(l.end(), step.begin(), step.end());
+            }
+        } catch (...) {
+            *log = testing::internal::GetCapturedStderr();
+            throw;
+        }
+        *log = testing::internal::GetCapturedStderr();
+        return l;
+    };
+    std::string log;
+    const auto device = run("0", nullptr, &log);
+    const auto host = run("1", nullptr, &log);
+    EXPECT_EQ(host, device) << "every buffer in host memory";
+    const auto mixed = run("auto", "1", &log);
+    std::printf("TANDEM_HIP_HOST_BUFFERS=auto, 1 MiB of device memory:\n%s", log.c_str());
+    EXPECT_EQ(mixed, device) << "device memory, then host memory";
+    EXPECT_NE(log.find("go to host memory mapped for the GPU"), std::string::npos) << log;
+    EXPECT_NE(log.find("of the KV cache's"), std::string::npos) << log;
+    try {
+        run("0", "1", &log);
+        ADD_FAILURE() << "1 MiB of device memory only: no error";
+    } catch (const Error& e) {
+        std::printf("TANDEM_HIP_HOST_BUFFERS=0, 1 MiB of device memory: %s\n", e.what());
+        EXPECT_NE(std::string(e.what()).find("device bytes"), std::string::npos) << e.what();
     }
 }
 
