@@ -25,9 +25,9 @@ inline void check(hipError_t e, const char* what) {
 // RDNA3), and nothing on the host reads it while a step runs.
 enum class BufferHome { Device, DeviceThenHost, Host };
 
-// The device bytes a backend's buffers hold, against an optional limit (TANDEM_HIP_DEVICE_LIMIT,
-// which stands in for a small carve-out on GPUs that have none): past it hipMalloc is not asked,
-// as if it were out of memory.
+// The device bytes a backend's buffers hold, against an optional limit
+// (TANDEM_HIP_DEVICE_LIMIT_MIB, which stands in for a small carve-out on GPUs that have none): past
+// it hipMalloc is not asked, as if it were out of memory.
 struct DeviceLedger {
     uint64_t limit = 0;  // 0: none
     uint64_t used = 0;
@@ -61,7 +61,9 @@ class DeviceBuffer {
         constexpr unsigned kFlags = hipHostMallocMapped | hipHostMallocNonCoherent;
 #endif
         check(hipHostMalloc(&host_, bytes, kFlags),
-              ("allocating " + std::to_string(n) + " bytes of host memory for the device").c_str());
+              ("allocating " + std::to_string(n) + " bytes of host memory for the device" +
+               (home == BufferHome::Host ? "" : " (device memory is full)"))
+                  .c_str());
         e = hipHostGetDevicePointer(&ptr_, host_, 0);
         if (e != hipSuccess) {
             (void)hipHostFree(host_);
