@@ -588,10 +588,15 @@ PlacementProbe HipBackend::probe_in_place_reads() {
     if (hipMemGetInfo(&free_b, &total_b) == hipSuccess) p.device_free = free_b;
     // A copy hipMalloc has no room for goes to host memory (BufferHome): on an APU with a small
     // carve-out that is where it lands, as fast as the carve-out (coarse-grained), where the
-    // pages registered in place may not be. The host's available memory is the limit there; not
-    // added to the carve-out's, which some releases already count in hipMemGetInfo.
-    if (info_.unified_memory && home_ == BufferHome::DeviceThenHost)
-        p.device_free = std::max<uint64_t>(p.device_free, host_memory().available);
+    // pages registered in place may not be. The host's available memory is the limit there, less
+    // the weights in place: their pages stay pinned until the copies are made, though the kernel
+    // may count them as reclaimable file cache. Not added to the carve-out's free memory, which
+    // some releases already count in hipMemGetInfo.
+    if (info_.unified_memory && home_ == BufferHome::DeviceThenHost) {
+        const uint64_t host = host_memory().available;
+        p.device_free =
+            std::max<uint64_t>(p.device_free, host > p.weight_bytes ? host - p.weight_bytes : 0);
+    }
     // The largest range, up to kProbeMaxBytes of it; below kProbeMinBytes caches would answer.
     size_t at = 0;
     for (size_t i = 1; i < host_ranges_.size(); ++i)

@@ -18,7 +18,8 @@ struct PlacementProbe {
     double in_place_bytes_per_s = 0;  // a read kernel over registered weight pages; 0: not measured
     double device_bytes_per_s = 0;    // the same kernel over a device allocation of the same size
     uint64_t weight_bytes = 0;        // what copying the in-place weights would allocate
-    uint64_t device_free = 0;         // what the device allocator reports free
+    uint64_t device_free = 0;         // room for the copies: what the device allocator reports
+                                      // free (or where they may go instead, see the backends)
 };
 
 struct PlacementChoice {
