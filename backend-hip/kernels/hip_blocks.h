@@ -176,16 +176,21 @@ struct BlocksK45 {
         };
         scale_min(2 * c, r.d0, r.m0);
         scale_min(2 * c + 1, r.d1, r.m1);
+        load_quants(blk, c, r.q, r.h);
+        r.hbit = 2 * c;
+    }
+    // Chunk c's 32 quant bytes of super-block blk, and Q5_K's 32 qh bytes.
+    __device__ static void load_quants(const uint8_t* blk, int c, uint32_t (&q)[8],
+                                       uint32_t (&h)[Five ? 8 : 1]) {
         const auto* qs = reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * c);
         const uint4 a = qs[0], b = qs[1];
-        r.q[0] = a.x, r.q[1] = a.y, r.q[2] = a.z, r.q[3] = a.w;
-        r.q[4] = b.x, r.q[5] = b.y, r.q[6] = b.z, r.q[7] = b.w;
-        r.hbit = 2 * c;
+        q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w;
+        q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
         if constexpr (Five) {
             const auto* qh = reinterpret_cast<const uint4*>(blk + 16);
             const uint4 e = qh[0], f = qh[1];
-            r.h[0] = e.x, r.h[1] = e.y, r.h[2] = e.z, r.h[3] = e.w;
-            r.h[4] = f.x, r.h[5] = f.y, r.h[6] = f.z, r.h[7] = f.w;
+            h[0] = e.x, h[1] = e.y, h[2] = e.z, h[3] = e.w;
+            h[4] = f.x, h[5] = f.y, h[6] = f.z, h[7] = f.w;
         }
     }
     __device__ static void piece(const Raw& r, int p, float* w) {
@@ -366,16 +371,7 @@ struct Group32K45 {
         k4_scale_min(hdr, j, s, mm);
         d = f16_fast(hdr.x & 0xffffu) * float(s);
         m = f16_fast(hdr.x >> 16) * float(mm);
-        const auto* qs = reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * (j / 2));
-        const uint4 a = qs[0], b = qs[1];
-        q[0] = a.x, q[1] = a.y, q[2] = a.z, q[3] = a.w;
-        q[4] = b.x, q[5] = b.y, q[6] = b.z, q[7] = b.w;
-        if constexpr (Five) {
-            const auto* qh = reinterpret_cast<const uint4*>(blk + 16);
-            const uint4 e = qh[0], f = qh[1];
-            h[0] = e.x, h[1] = e.y, h[2] = e.z, h[3] = e.w;
-            h[4] = f.x, h[5] = f.y, h[6] = f.z, h[7] = f.w;
-        }
+        BlocksK45<Five>::load_quants(blk, j / 2, q, h);
     }
     // Weights 8c .. 8c + 7 of the group.
     __device__ void decode8(int c, float* w) const {

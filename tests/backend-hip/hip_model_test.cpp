@@ -3,7 +3,6 @@
 // fixture's 24-token greedy continuation; half-precision and quantised weights with an f16 cache
 // stay close to the CPU backend. Skips without a GPU or without the fixtures.
 #include <cstdlib>
-#include <span>
 #include <string>
 
 #include "../engine/engine_fixture.h"
@@ -139,28 +138,17 @@ TEST(HipModelsModes, BuffersInHostMemoryGiveTheSameBits) {
     TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/qwen3moe-tiny");
     const HfReference ref = load_hf_reference(dir);
     auto model = engine::load_model(*tiny_gguf("qwen3moe-tiny", DType::Q8_0));
-    struct Env {
-        Env(const char* home, const char* limit) {
-            ::setenv("TANDEM_HIP_HOST_BUFFERS", home, 1);
-            if (limit) ::setenv("TANDEM_HIP_DEVICE_LIMIT_MIB", limit, 1);
-        }
-        ~Env() {
-            ::unsetenv("TANDEM_HIP_HOST_BUFFERS");
-            ::unsetenv("TANDEM_HIP_DEVICE_LIMIT_MIB");
-        }
-    };
     auto run = [&](const char* home, const char* limit, std::string* log) {
         testing::internal::CaptureStderr();
         std::vector<float> l;
         try {
-            const Env env(home, limit);
+            const ScopedEnv home_env("TANDEM_HIP_HOST_BUFFERS", home);
+            const ScopedEnv limit_env("TANDEM_HIP_DEVICE_LIMIT_MIB", limit);  // "0": none
             auto hip = engine_on("hip", model, DType::F16);
             hip->decode(ref.prompt, l, true);
-            for (int32_t t : {5, 17, 3}) {  // decode steps too (captured graphs on the way)
-                std::vector<float> step;
-                hip->decode(std::span<const int32_t>(&t, 1), step, false);
-                l.insert(l.end(), step.begin(), step.end());
-            }
+            // Decode steps too (captured graphs on the way).
+            const auto steps = decode_step_by_step(*hip, {5, 17, 3});
+            l.insert(l.end(), steps.begin(), steps.end());
         } catch (...) {
             *log = testing::internal::GetCapturedStderr();
             throw;
@@ -169,8 +157,8 @@ TEST(HipModelsModes, BuffersInHostMemoryGiveTheSameBits) {
         return l;
     };
     std::string log;
-    const auto device = run("0", nullptr, &log);
-    const auto host = run("1", nullptr, &log);
+    const auto device = run("0", "0", &log);
+    const auto host = run("1", "0", &log);
     EXPECT_EQ(host, device) << "every buffer in host memory";
     const auto mixed = run("auto", "1", &log);
     std::printf("TANDEM_HIP_HOST_BUFFERS=auto, 1 MiB of device memory:\n%s", log.c_str());
