@@ -39,10 +39,11 @@ if [ -d "$FIX/hf-tiny" ]; then
 fi
 cat > "$DEST/env.sh" <<'ENV'
 #!/usr/bin/env bash
-# Runs a command with the bundle's binaries and libraries first on the paths.
+# Runs a command with the bundle's binaries and libraries first on the paths. A plugin folder or
+# fixtures set by the caller stay (A/B runs of an older plugin: TANDEM_PLUGIN_DIR=old env.sh ...).
 here="$(cd "$(dirname "$0")" && pwd)"
 export PATH="$here/bin:$PATH" LD_LIBRARY_PATH="$here/bin:$here/lib:${LD_LIBRARY_PATH:-}"
-export TANDEM_PLUGIN_DIR="$here/bin" TANDEM_FIXTURES="$here/fixtures"
+export TANDEM_PLUGIN_DIR="${TANDEM_PLUGIN_DIR:-$here/bin}" TANDEM_FIXTURES="${TANDEM_FIXTURES:-$here/fixtures}"
 exec "$@"
 ENV
 chmod +x "$DEST/env.sh"
