@@ -23,7 +23,8 @@ uint minus32(uint v) { return (v + 0x60606060u) ^ 0x80808080u; }
 // scales are bytes. Q4_K's item converts six values (two dots, four 6-bit scales and mins),
 // Q4_0's one. H200, 8B decode logits the same bits on every type; gate + up Q4_K 28.9 -> 28.4 us;
 // tg128 (ABBA) Q4_K 375 / 377 -> 396 / 389, Q4_0, Q4_K_M, Q8_0 and Q6_K unchanged within 1.5 %
-// (docs/vulkan.md, session 32).
+// (docs/vulkan.md, session 32). Not measured on AMD, whose conversion is not known here to be
+// slow: there this form may be one operation more per value, in kernels bound by memory.
 float u2f(uint v) { return uintBitsToFloat(v | 0x4B000000u) - 8388608.0; }
 float i2f(int v) { return uintBitsToFloat(uint(v + 0x4B400000)) - 12582912.0; }
 
