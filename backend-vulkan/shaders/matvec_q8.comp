@@ -42,6 +42,8 @@ layout(constant_id = 7) const uint SHARE = 0;  // 1: main_share's split (needs S
 // an RMSNorm the activations carry unapplied (main_resid left them): every output is scaled.
 layout(constant_id = 8) const uint RESID = 0;
 layout(constant_id = 9) const uint NORM_EPS = 0;
+// K64: Q4_K / Q5_K items of 64 weights (q8_items.glsl's k64); the host counts items alike.
+layout(constant_id = 10) const uint K64 = 0;
 layout(push_constant) uniform P {  // 128 bytes, the whole guaranteed push-constant range
     Uints w; Uints xq; Vec2s xd; Floats y; Floats bias;
     uint n_in; uint n_out; uint n_tok; uint row_bytes;

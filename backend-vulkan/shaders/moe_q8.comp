@@ -16,6 +16,7 @@ layout(constant_id = 0) const uint TYPE = 0;
 layout(constant_id = 1) const uint WG = 64;
 layout(constant_id = 2) const uint TOK = 1;
 layout(constant_id = 3) const uint MODE = 0;
+const uint K64 = 0;  // the experts keep 32-weight K-quant items (q8_items.glsl)
 layout(push_constant) uniform P {
     Uints w; Uints xq; Vec2s xd; Floats y; Floats route;
     Uints w1; Floats y1;

@@ -28,8 +28,13 @@ uint minus32(uint v) { return (v + 0x60606060u) ^ 0x80808080u; }
 float u2f(uint v) { return uintBitsToFloat(v | 0x4B000000u) - 8388608.0; }
 float i2f(int v) { return uintBitsToFloat(uint(v + 0x4B400000)) - 12582912.0; }
 
+// K64 (declared by the including shader): Q4_K / Q5_K items of a whole 32-byte chunk (64
+// weights, both sub-blocks' quants), so the header and the 6-bit scales are decoded once per 64
+// weights instead of 32.
+bool k64() { return K64 != 0u && (TYPE == T_Q4_K || TYPE == T_Q5_K); }
+
 uint items_per_row() {
-    return TYPE == T_Q6_K ? p.n_in / 16u : TYPE == T_Q6_KR ? p.n_in / 64u : p.n_in / 32u;
+    return TYPE == T_Q6_K ? p.n_in / 16u : TYPE == T_Q6_KR || k64() ? p.n_in / 64u : p.n_in / 32u;
 }
 
 // One item's weights as int8 words and float scales, and one token's activations for it
@@ -101,17 +106,34 @@ WQ weights(Uints w, uint ro, uint it) {
         // fifth bits are bits 2c / 2c + 1 of qh[16j..16j+15]); s = (d * scale, same for 2c + 1,
         // dmin * min, same), the mins only for j == 0 (a sub-block adds them once). Both
         // super-blocks (144 / 176 bytes) are 16-byte multiples: every load is 16 bytes.
+        // K64: item k (0..3) = chunk c = k whole: a / b the low nibbles of its two 16-byte
+        // halves (sub-block 2c), c / d the high nibbles (2c + 1); j = 0 (the mins counted once).
         const bool five = TYPE == T_Q5_K;
-        const uint b = it >> 3, k8 = it & 7u, c = k8 >> 1, j = k8 & 1u;
+        const uint b = k64() ? it >> 2 : it >> 3, k8 = k64() ? (it & 3u) << 1 : it & 7u;
+        const uint c = k8 >> 1, j = k8 & 1u;
         const uint sb = ro + b * (five ? 176u : 144u);
         const uvec4 hdr = w4.v[sb >> 4];
-        const uvec4 qs = w4.v[(sb + (five ? 48u : 16u) + 32u * c + 16u * j) >> 4];
+        const uint q0 = (sb + (five ? 48u : 16u) + 32u * c + 16u * j) >> 4;
+        const uvec4 qs = w4.v[q0];
         q.a = qs & M4;
         q.b = (qs >> 4) & M4;
+        if (k64()) {
+            const uvec4 qs1 = w4.v[q0 + 1u];
+            q.c = q.b;
+            q.b = qs1 & M4;
+            q.d = (qs1 >> 4) & M4;
+        }
         if (five) {
             const uvec4 qh = w4.v[(sb + 16u + 16u * j) >> 4];
             q.a |= ((qh >> (2u * c)) & 0x01010101u) << 4;
-            q.b |= ((qh >> (2u * c + 1u)) & 0x01010101u) << 4;
+            if (k64()) {
+                const uvec4 qh1 = w4.v[(sb + 32u) >> 4];
+                q.b |= ((qh1 >> (2u * c)) & 0x01010101u) << 4;
+                q.c |= ((qh >> (2u * c + 1u)) & 0x01010101u) << 4;
+                q.d |= ((qh1 >> (2u * c + 1u)) & 0x01010101u) << 4;
+            } else {
+                q.b |= ((qh >> (2u * c + 1u)) & 0x01010101u) << 4;
+            }
         }
         const vec2 dm = unpackHalf2x16(hdr.x);
         // The 6-bit scales and mins of sub-blocks 2c, 2c + 1 as byte pairs, without a branch
@@ -175,10 +197,18 @@ AQ acts(uint t, uint it) {
         a.b = x4.v[q8_unit(xb, 1u)];
         a.e.xy = p.xd.v[xb];
     } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
-        const uint b = it >> 3, k8 = it & 7u, c = k8 >> 1, j = k8 & 1u;
+        const uint b = k64() ? it >> 2 : it >> 3, k8 = k64() ? (it & 3u) << 1 : it & 7u;
+        const uint c = k8 >> 1, j = k8 & 1u;
         const uint xb = t * nb + b * 8u + 2u * c;
-        a.a = x4.v[q8_unit(xb, j)];
-        a.b = x4.v[q8_unit(xb + 1u, j)];
+        if (k64()) {  // block 2c's halves (a, b), block 2c + 1's (c, d)
+            a.a = x4.v[q8_unit(xb, 0u)];
+            a.b = x4.v[q8_unit(xb, 1u)];
+            a.c = x4.v[q8_unit(xb + 1u, 0u)];
+            a.d = x4.v[q8_unit(xb + 1u, 1u)];
+        } else {
+            a.a = x4.v[q8_unit(xb, j)];
+            a.b = x4.v[q8_unit(xb + 1u, j)];
+        }
         // xb is even and the scales start on 256 bytes: both blocks' (d, s) in one 16-byte load.
         a.e = Vec4s(p.xd).v[xb >> 1];
     } else if (TYPE == T_Q6_KR) {
@@ -210,6 +240,9 @@ float dotq(WQ q, AQ a) {
         return q.s.x * (a.e.x * s - 8.0 * a.e.y);
     } else if (TYPE == T_Q8_0 || TYPE == T_Q8_0R) {
         return q.s.x * a.e.x * i2f(int(dot16(q.a, a.a) + dot16(q.b, a.b)));
+    } else if ((TYPE == T_Q4_K || TYPE == T_Q5_K) && k64()) {
+        return q.s.x * a.e.x * i2f(int(dot16(q.a, a.a) + dot16(q.b, a.b))) - q.s.z * a.e.y +
+               q.s.y * a.e.z * i2f(int(dot16(q.c, a.c) + dot16(q.d, a.d))) - q.s.w * a.e.w;
     } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
         return q.s.x * a.e.x * i2f(int(dot16(q.a, a.a))) - q.s.z * a.e.y +
                q.s.y * a.e.z * i2f(int(dot16(q.b, a.b))) - q.s.w * a.e.w;

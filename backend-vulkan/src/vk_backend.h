@@ -398,6 +398,8 @@ class VulkanBackend final : public Backend {
     // Rows of fewer items than a workgroup's invocations take the per-row split at 8 rows
     // (few_items_per_row; TANDEM_VK_Q8_FEW=0: repacked Q6_K's only).
     bool q8_few_ = true;
+    // Q4_K / Q5_K decode items of 64 weights (matvec_q8.comp K64; TANDEM_VK_K64=0: 32).
+    bool q8_k64_ = true;
     // q/k/v's matvec ropes and stores into the KV cache itself (TANDEM_VK_QKV_ROPE=0: off).
     bool q8_rope_ = true;
     std::unique_ptr<Context> ctx_;

@@ -123,6 +123,9 @@ namespace {
 bool is_q8_0(uint32_t type) {
     return type == uint32_t(DType::Q8_0) || type == repacked_type_id(DType::Q8_0);
 }
+bool is_k45(uint32_t type) {
+    return type == uint32_t(DType::Q4_K) || type == uint32_t(DType::Q5_K);
+}
 }  // namespace
 
 // matvec_q8.comp's SHARE split: one or two tokens (it holds every token's activations of an
@@ -139,8 +142,9 @@ bool is_q8_0(uint32_t type) {
 // repacked Q6_K, for tuning.
 bool VulkanBackend::few_items_per_row(uint32_t type, int64_t n_in) const {
     const bool q6r = type == repacked_type_id(DType::Q6_K);
-    if (!q6r && (!q8_few_ || is_q8_0(type))) return false;
-    const int64_t items = type == uint32_t(DType::Q6_K) ? n_in / 16 : q6r ? n_in / 64 : n_in / 32;
+    if (!q6r && !(q8_k64_ && is_k45(type)) && (!q8_few_ || is_q8_0(type))) return false;
+    const bool wide = q6r || (q8_k64_ && is_k45(type));
+    const int64_t items = type == uint32_t(DType::Q6_K) ? n_in / 16 : wide ? n_in / 64 : n_in / 32;
     return items < kQ8Workgroup;
 }
 
@@ -224,11 +228,12 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     const uint32_t sg = subgroups_tile(kQ8Workgroup / wg_rows) ? 1u : 0u;
     const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
     const uint32_t share = q8_shares(type, wg_rows, T, n_in) ? 1u : 0u;
-    dispatch(
-        "matvec_q8",
-        {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share, 0u, norm_eps},
-        &p, sizeof p, split_x(groups), 1, split_z(groups), {q},
-        {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
+    const uint32_t k64 = q8_k64_ && is_k45(type) ? 1u : 0u;
+    dispatch("matvec_q8",
+             {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share, 0u,
+              norm_eps, k64},
+             &p, sizeof p, split_x(groups), 1, split_z(groups), {q},
+             {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
     for (size_t k = 0; k < n; ++k)
         if (overlap(outs[k], x)) q8_src_ = 0;
@@ -304,10 +309,10 @@ size_t VulkanBackend::try_fuse_resid_norm(const Graph& g, size_t at) {
     p.n_in = u32(n_in), p.n_out = u32(cols), p.n_tok = u32(T);
     p.row_bytes = u32(row_bytes(w.type, uint64_t(w.ne[0])));
     const uint64_t groups = uint64_t(cols) / kResidRows;
-    dispatch(
-        "matvec_q8",
-        {shader_type(g, mm.src[0]), kResidWorkgroup, 4u, T == 1 ? 1u : 2u, 1u, 1u, 0u, 1u, 1u, 0u},
-        &p, sizeof p, split_x(groups), 1, split_z(groups), {q, r}, {sum, out});
+    const uint32_t type = shader_type(g, mm.src[0]), k64 = q8_k64_ && is_k45(type) ? 1u : 0u;
+    dispatch("matvec_q8",
+             {type, kResidWorkgroup, 4u, T == 1 ? 1u : 2u, 1u, 1u, 0u, 1u, 1u, 0u, k64}, &p,
+             sizeof p, split_x(groups), 1, split_z(groups), {q, r}, {sum, out});
     pending_norm_ = PendingNorm{norm.out, m->last, ref(g, norm.out), sum, nw, cols, T, norm.f[0]};
     q8_src_ = pending_norm_.y.address, q8_src_cols_ = cols, q8_src_rows_ = T;
     q8_alt_ = true;

@@ -66,12 +66,13 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
     // workgroup, the invocations sharing each item's activations over the rows (one or two
     // tokens; more take the other split) or each row its own; rows "": the backend's choice
     // per type (repacked Q6_K under 8192 inputs: 8 rows, 16 invocations a row, not shared).
-    const std::tuple<const char*, const char*, const char*> splits[] = {
-        {"0", "4", "1"}, {"1", "4", "1"}, {"1", "2", "1"}, {"1", "1", "1"},
-        {"1", "2", "0"}, {"0", "4", "0"}, {"1", "", "1"}};
-    for (auto [repack, rows, share] : splits) {
+    // k64 "0": Q4_K / Q5_K in 32-weight items (matvec_q8.comp K64 off).
+    const std::tuple<const char*, const char*, const char*, const char*> splits[] = {
+        {"0", "4", "1", ""}, {"1", "4", "1", ""}, {"1", "2", "1", ""}, {"1", "1", "1", ""},
+        {"1", "2", "0", ""}, {"0", "4", "0", ""}, {"1", "", "1", ""},  {"1", "", "1", "0"}};
+    for (auto [repack, rows, share, k64] : splits) {
         ScopedEnv re("TANDEM_VK_REPACK", repack), ro("TANDEM_VK_Q8_ROWS", rows),
-            sh("TANDEM_VK_Q8_SHARE", share);
+            sh("TANDEM_VK_Q8_SHARE", share), k6("TANDEM_VK_K64", k64);
         TANDEM_VULKAN_OR_SKIP(vk);
         TANDEM_Q8_OR_SKIP(vk);
         for (DType t : kQ8Types)
@@ -83,10 +84,10 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
                     g.node(Op::MatMul, g.output(out, s.n_out, s.T),
                            {g.weight(b, w), g.input(x.data(), s.n_in, s.T)});
                 });
-                const std::string what = std::string(dtype_name(t)) + " " + std::to_string(s.n_in) +
-                                         "x" + std::to_string(s.n_out) +
-                                         " T=" + std::to_string(s.T) + " repack " + repack +
-                                         " rows " + rows + " share " + share;
+                const std::string what =
+                    std::string(dtype_name(t)) + " " + std::to_string(s.n_in) + "x" +
+                    std::to_string(s.n_out) + " T=" + std::to_string(s.T) + " repack " + repack +
+                    " rows " + rows + " share " + share + " k64 " + (*k64 ? k64 : "auto");
                 const std::vector<double> xq = q8_activations(x);
                 const std::vector<double> ref = ref_matmul(w, xq, s.T);
                 // Every output's error against its sum of |terms| (float rounding over a
