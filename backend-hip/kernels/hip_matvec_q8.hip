@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(G* kLaneGroup)
         }
     }
     float acc[R][TM];
-    rows_dot<T, TM, R, kThreads>(wr, x, n_in, int(threadIdx.x), acc);
+    rows_dot<T, TM, R, kThreads, kQ8ItemsATrip<T, TM>>(wr, x, n_in, int(threadIdx.x), acc);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -443,10 +443,11 @@ bool matvec_q8_resid_norm_as(const void* w, int64_t n_in, int64_t n_out, const v
     const auto* xds = reinterpret_cast<const float2*>(xq + n_tok * n_in);
     const dim3 grid(static_cast<unsigned>(n_out / kResidRows)), block(kResidThreads);
     const auto* wb = static_cast<const uint8_t*>(w);
-    // Items a trip: repacked Q6_K's (64 weights, three 16-byte loads) one at a time under the
-    // block's 64-register cap. H200, 8B tg128 (docs/hip.md): Q6_K 383 tok/s against 295 at two,
-    // Q4_K_M 431 against 377; the other types keep two (Q4_0 at one: 508-520 against 533).
-    constexpr int U = T == kQ6_KR ? 1 : 2;
+    // Items a trip: the 64-weight items (repacked Q6_K's, three 16-byte loads; Q4_K / Q5_K's,
+    // two or four) one at a time under the block's 64-register cap. H200, 8B tg128
+    // (docs/hip.md): Q6_K 383 tok/s against 295 at two, Q4_K_M 431 against 377; the other types
+    // keep two (Q4_0 at one: 508-520 against 533).
+    constexpr int U = T == kQ6_KR || is_k45(T) ? 1 : 2;
     if (n_tok == 1)
         TANDEM_LAUNCH_OVERLAPPED((k_matvec_q8_resid_norm<type_id(T), 1, U>), grid, block, 0, s, wb,
                                  stride, int(n_in), xq, xds, int(n_tok), n_out, o);

@@ -210,42 +210,42 @@ struct Q8Dot<kQ4_0R> : Q8DotPacked<16> {};
 template <>
 struct Q8Dot<kQ8_0R> : Q8DotPacked<32> {};
 
-// Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..7) =
-// chunk c = k / 2 (qs bytes 32c..32c+31), bytes 16j..16j+15 of it (j = k % 2, one 16-byte load):
-// the low nibbles are positions 16j.. of sub-block 2c, the high nibbles of sub-block 2c + 1;
-// Q5_K's fifth bits are bits 2c / 2c + 1 of qh bytes 16j..16j+15. Weight = d * scale * q - dmin
-// * min, so a sub-block adds d * scale * d_x * sum(q q_x) - dmin * min * s_x; the min term once,
-// by the j == 0 item. (Items of 16 bytes, not 8: the header and the 6-bit scales are decoded
-// once per 32 weights of a lane instead of per 16.) Its activations: half j of blocks 8b + 2c
-// and 8b + 2c + 1.
+// Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..3) =
+// chunk k (qs bytes 32k..32k+31, two 16-byte loads): the low nibbles are sub-block 2k's 32
+// weights, the high nibbles sub-block 2k + 1's; Q5_K's fifth bits are bits 2k / 2k + 1 of qh
+// bytes 0..31. Weight = d * scale * q - dmin * min, so a sub-block adds d * scale * d_x *
+// sum(q q_x) - dmin * min * s_x. (Items of a whole chunk, not 16 bytes of it: the header and the
+// 6-bit scales are decoded once per 64 weights instead of per 32, which was most of Q4_K's
+// decode time over Q4_0's.) Its activations: activation blocks 8b + 2k and 8b + 2k + 1.
 template <bool Five>
 struct Q8DotK45 {
-    static constexpr int kWeights = 256, kItems = 8, kBytes = Five ? 176 : 144, kAlign = 16;
+    static constexpr int kWeights = 256, kItems = 4, kBytes = Five ? 176 : 144, kAlign = 16;
     struct W {
-        int lo[4], hi[4];
+        int lo[8], hi[8];  // sub-block 2k's / 2k + 1's weights as int8 words
         float d0, m0, d1, m1;
     };
     struct A {
-        int4 xa, xb;
-        float4 xd;
+        int4 a0, a1, b0, b1;  // activation block 8b + 2k's halves, block 8b + 2k + 1's
+        float4 xd;            // their (d, s), (d, s)
     };
-    __device__ static W weights(const uint8_t* row, int b, int k) {
+    __device__ static W weights(const uint8_t* row, int b, int c) {
         const uint8_t* blk = row + int64_t(b) * kBytes;
-        const int c = k / 2, j = k % 2;
         const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
-        const uint4 qs = *reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * c + 16 * j);
-        const uint32_t q[4] = {qs.x, qs.y, qs.z, qs.w};
+        const auto* qp = reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * c);
+        const uint4 q0 = qp[0], q1 = qp[1];
+        const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
         W w;
         TANDEM_Q8_UNROLL
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < 8; ++i) {
             w.lo[i] = int(q[i] & 0x0F0F0F0Fu);
             w.hi[i] = int((q[i] >> 4) & 0x0F0F0F0Fu);
         }
         if constexpr (Five) {
-            const uint4 qh4 = *reinterpret_cast<const uint4*>(blk + 16 + 16 * j);
-            const uint32_t qh[4] = {qh4.x, qh4.y, qh4.z, qh4.w};
+            const auto* hp = reinterpret_cast<const uint4*>(blk + 16);
+            const uint4 h0 = hp[0], h1 = hp[1];
+            const uint32_t qh[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
             TANDEM_Q8_UNROLL
-            for (int i = 0; i < 4; ++i) {
+            for (int i = 0; i < 8; ++i) {
                 w.lo[i] |= int(((qh[i] >> (2 * c)) & 0x01010101u) << 4);
                 w.hi[i] |= int(((qh[i] >> (2 * c + 1)) & 0x01010101u) << 4);
             }
@@ -262,21 +262,18 @@ struct Q8DotK45 {
         const uint32_t scp = upper ? (x & 0x0F0Fu) | ((y >> 2) & 0x3030u) : y & 0x3F3Fu;
         const uint32_t mnp = upper ? ((x >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u) : z & 0x3F3Fu;
         w.d0 = d * float(scp & 0xFFu);
-        w.m0 = j == 0 ? dmin * float(mnp & 0xFFu) : 0.0f;
+        w.m0 = dmin * float(mnp & 0xFFu);
         w.d1 = d * float((scp >> 8) & 0xFFu);
-        w.m1 = j == 0 ? dmin * float((mnp >> 8) & 0xFFu) : 0.0f;
+        w.m1 = dmin * float((mnp >> 8) & 0xFFu);
         return w;
     }
-    __device__ static A acts(const Act& x, int b, int k) {
-        const int a0 = b * 8 + 2 * (k / 2), j = k % 2;  // activation block of sub-block 2c
-        return {act_half(x, a0, j), act_half(x, a0 + 1, j),
-                *reinterpret_cast<const float4*>(x.ds + a0)};
+    __device__ static A acts(const Act& x, int b, int c) {
+        const int a0 = b * 8 + 2 * c;  // activation block of sub-block 2c
+        return {act_half(x, a0, 0), act_half(x, a0, 1), act_half(x, a0 + 1, 0),
+                act_half(x, a0 + 1, 1), *reinterpret_cast<const float4*>(x.ds + a0)};
     }
     __device__ static float dot(const W& w, const A& a) {
-        const int s0 = dot4(w.lo[0], a.xa.x,
-                            dot4(w.lo[1], a.xa.y, dot4(w.lo[2], a.xa.z, dot4(w.lo[3], a.xa.w, 0))));
-        const int s1 = dot4(w.hi[0], a.xb.x,
-                            dot4(w.hi[1], a.xb.y, dot4(w.hi[2], a.xb.z, dot4(w.hi[3], a.xb.w, 0))));
+        const int s0 = dot8(w.lo, a.a0, a.a1), s1 = dot8(w.hi, a.b0, a.b1);
         return w.d0 * a.xd.x * float(s0) - w.m0 * a.xd.y + w.d1 * a.xd.z * float(s1) -
                w.m1 * a.xd.w;
     }

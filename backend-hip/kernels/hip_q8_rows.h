@@ -37,6 +37,15 @@ __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM
     }
 }
 
+// Q4_K / Q5_K, whose items are 64 weights (hip_q8_dot.h).
+constexpr bool is_k45(DType t) {
+    return file_type(t) == DType::Q4_K || file_type(t) == DType::Q5_K;
+}
+// Items a trip of the plain matvec: Q4_K / Q5_K's 64-weight items one at a time from 4 tokens
+// on, where two would spill (4 rows of 8 tokens: 284-504 bytes under nvcc's -Xptxas -v).
+template <DType T, int TM>
+constexpr int kQ8ItemsATrip = is_k45(T) && TM >= 4 ? 1 : 2;
+
 // Whether rows of n_in weights of type T starting at w suit the items' loads (their alignment).
 template <DType T>
 bool q8_rows_aligned(const void* w, int64_t n_in) {

@@ -2,16 +2,16 @@
 // Decode matmul over int8 activations (q8_act.glsl, in its halves layout):
 // y[t, o] = W[o, :] . x[t, :] (+ bias[o]) for n_tok <= TOK tokens (TOK = 1, 2, 4, 8) in one
 // dispatch; weight types Q4_0 / Q8_0 / Q6_K (file layout or repacked, vk_repack.h), Q4_K and Q5_K.
-// Each row is a sequence of items (a Q4_0/Q8_0 block of 32 weights, a 16-byte slice of a Q4_K /
-// Q5_K super-block's quants, a 4-position slice of a Q6_K half super-block): the weights' nibbles
-// are widened to int8 in registers and meet the activation words in 4-way int8 dot products
-// (OpSDot, VK_KHR_shader_integer_dot_product), scaled once per item (weights(), acts(), dotq()).
-// Against the f32 matvec this is a few integer instructions per 4 weights instead of a dequantise,
-// convert and FMA per weight, so the kernel is bound by memory, not by issue. The activations are
-// read from memory (L1-resident: 4.5 KB per 4096 values), not staged. Split: a row's TPR = WG /
-// ROWS invocations take its items lane, lane + TPR, ...; or (SHARE, one or two tokens) all WG
-// invocations take items of all ROWS rows (main_share). PARTS = 2, 3: as matvec.comp (q/k/v,
-// gate/up in one dispatch).
+// Each row is a sequence of items (a Q4_0/Q8_0 block of 32 weights, a 32-byte chunk of a Q4_K /
+// Q5_K super-block's quants (K64; 16 bytes without), a 4-position slice of a Q6_K half
+// super-block): the weights' nibbles are widened to int8 in registers and meet the activation words
+// in 4-way int8 dot products (OpSDot, VK_KHR_shader_integer_dot_product), scaled once per item
+// (weights(), acts(), dotq()). Against the f32 matvec this is a few integer instructions per 4
+// weights instead of a dequantise, convert and FMA per weight, so the kernel is bound by memory,
+// not by issue. The activations are read from memory (L1-resident: 4.5 KB per 4096 values), not
+// staged. Split: a row's TPR = WG / ROWS invocations take its items lane, lane + TPR, ...; or
+// (SHARE, one or two tokens) all WG invocations take items of all ROWS rows (main_share). PARTS =
+// 2, 3: as matvec.comp (q/k/v, gate/up in one dispatch).
 // ROPE (PARTS = 3: q, k, v; or 2: q, k when v has another weight type, and 1: that v alone): the
 // rotary embedding of q and k and the KV cache stores done here, not by a dispatch stage of their
 // own: a workgroup's rows are whole rotation pairs (adjacent rows, or rows j and j + head_dim / 2

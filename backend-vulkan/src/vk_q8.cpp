@@ -133,8 +133,9 @@ bool is_k45(uint32_t type) {
 // (its shared array). Not Q8_0, whose 34 weight bytes per 32 meet only 34 bytes of
 // activations: sharing them lost 2 % on the H200 (8B tg128 276 against 283 tok/s).
 // Rows of fewer items (q8_items.glsl's items_per_row) than a workgroup's invocations: repacked
-// Q6_K's 64-weight items under 8192 inputs, 32-weight items under 4096 (a 2048-input row of
-// Q4_0 or a K-quant: Qwen3-30B-A3B's q/k/v and LM head, Llama 3.2 1B's matvecs). The shared
+// Q6_K's and (K64) Q4_K / Q5_K's 64-weight items under 8192 inputs (Llama 3.1 8B's 4096), the
+// 32-weight items under 4096 (a 2048-input row of Q4_0: Qwen3-30B-A3B's q/k/v and LM head,
+// Llama 3.2 1B's matvecs). The shared
 // split would leave the rest idle; the per-row split at 8 rows keeps them all (q8_shares,
 // q8_rows_for; qkv_rope_plan takes the same rows). Not Q8_0, which never shares: at 2048 inputs
 // its 64 invocations a row (2 rows) already have an item each, and 8 rows gained nothing (H200,
