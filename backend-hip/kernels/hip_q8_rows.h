@@ -42,7 +42,8 @@ constexpr bool is_k45(DType t) {
     return file_type(t) == DType::Q4_K || file_type(t) == DType::Q5_K;
 }
 // Items a trip of the plain matvec: Q4_K / Q5_K's 64-weight items one at a time from 4 tokens
-// on, where two would spill (4 rows of 8 tokens: 284-504 bytes under nvcc's -Xptxas -v).
+// on, where two spill more (nvcc's -Xptxas -v, 4 rows of 8 tokens: Q4_K 292-504 bytes against
+// 4-128 at one, Q5_K 284-336 against 204-312).
 template <DType T, int TM>
 constexpr int kQ8ItemsATrip = is_k45(T) && TM >= 4 ? 1 : 2;
 
