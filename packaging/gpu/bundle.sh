@@ -40,7 +40,8 @@ fi
 cat > "$DEST/env.sh" <<'ENV'
 #!/usr/bin/env bash
 # Runs a command with the bundle's binaries and libraries first on the paths. A plugin folder or
-# fixtures set by the caller stay (A/B runs of an older plugin: TANDEM_PLUGIN_DIR=old env.sh ...).
+# fixtures set by the caller stay (A/B runs of an older plugin: TANDEM_PLUGIN_DIR=old env.sh ...;
+# a folder without a plugin falls back to the bundle's, docs/architecture.md).
 here="$(cd "$(dirname "$0")" && pwd)"
 export PATH="$here/bin:$PATH" LD_LIBRARY_PATH="$here/bin:$here/lib:${LD_LIBRARY_PATH:-}"
 export TANDEM_PLUGIN_DIR="${TANDEM_PLUGIN_DIR:-$here/bin}" TANDEM_FIXTURES="${TANDEM_FIXTURES:-$here/fixtures}"
