@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(G* kLaneGroup) k_moe_rows_q8(MoeRows m) {
             x[t] = act_row(m.xq, m.xds, m.n_in, m.per_token ? sl[t] / m.k : sl[t]);
         }
         float acc[R][TM];
-        rows_dot<T, TM, R, kThreads>(wr, x, m.n_in, tid, acc);
+        rows_dot<T, TM, R, kThreads, 2, typename Q8ExpertDot<T>::type>(wr, x, m.n_in, tid, acc);
 #pragma unroll
         for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(kDownGroups* kLaneGroup)
         for (int r = 0; r < R; ++r) wr[r] = w + (int64_t(le) * n_embd + o0 + r) * stride;
         const Act x[1] = {act_row(hq, hds, n_ff, slot)};
         float acc[R][1];
-        rows_dot<T, 1, R, kLaneGroup>(wr, x, n_ff, lane, acc);
+        rows_dot<T, 1, R, kLaneGroup, 2, typename Q8ExpertDot<T>::type>(wr, x, n_ff, lane, acc);
 #pragma unroll
         for (int r = 0; r < R; ++r) tot[r] += wgt * acc[r][0];
     }

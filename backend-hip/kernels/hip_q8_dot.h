@@ -283,6 +283,95 @@ struct Q8Dot<DType::Q4_K> : Q8DotK45<false> {};
 template <>
 struct Q8Dot<DType::Q5_K> : Q8DotK45<true> {};
 
+// The experts' Q4_K / Q5_K items (hip_moe_q8.hip, Q8ExpertDot): half a chunk, 32 weights. Their
+// rows (768-2048 inputs) have too few 64-weight items for their threads, and the wider items
+// took more registers there (H200: moe_ffn 24.4 -> 25.6 us a call; gfx1030: 175 -> 242 VGPRs,
+// Q5_K spilling 244-248 bytes a lane).
+// Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..7) =
+// chunk c = k / 2 (qs bytes 32c..32c+31), bytes 16j..16j+15 of it (j = k % 2, one 16-byte load):
+// the low nibbles are positions 16j.. of sub-block 2c, the high nibbles of sub-block 2c + 1;
+// Q5_K's fifth bits are bits 2c / 2c + 1 of qh bytes 16j..16j+15. Weight = d * scale * q - dmin
+// * min, so a sub-block adds d * scale * d_x * sum(q q_x) - dmin * min * s_x; the min term once,
+// by the j == 0 item. (Items of 16 bytes, not 8: the header and the 6-bit scales are decoded
+// once per 32 weights of a lane instead of per 16.) Its activations: half j of blocks 8b + 2c
+// and 8b + 2c + 1.
+template <bool Five>
+struct Q8DotK45Half {
+    static constexpr int kWeights = 256, kItems = 8, kBytes = Five ? 176 : 144, kAlign = 16;
+    struct W {
+        int lo[4], hi[4];
+        float d0, m0, d1, m1;
+    };
+    struct A {
+        int4 xa, xb;
+        float4 xd;
+    };
+    __device__ static W weights(const uint8_t* row, int b, int k) {
+        const uint8_t* blk = row + int64_t(b) * kBytes;
+        const int c = k / 2, j = k % 2;
+        const uint4 hdr = *reinterpret_cast<const uint4*>(blk);
+        const uint4 qs = *reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * c + 16 * j);
+        const uint32_t q[4] = {qs.x, qs.y, qs.z, qs.w};
+        W w;
+        TANDEM_Q8_UNROLL
+        for (int i = 0; i < 4; ++i) {
+            w.lo[i] = int(q[i] & 0x0F0F0F0Fu);
+            w.hi[i] = int((q[i] >> 4) & 0x0F0F0F0Fu);
+        }
+        if constexpr (Five) {
+            const uint4 qh4 = *reinterpret_cast<const uint4*>(blk + 16 + 16 * j);
+            const uint32_t qh[4] = {qh4.x, qh4.y, qh4.z, qh4.w};
+            TANDEM_Q8_UNROLL
+            for (int i = 0; i < 4; ++i) {
+                w.lo[i] |= int(((qh[i] >> (2 * c)) & 0x01010101u) << 4);
+                w.hi[i] |= int(((qh[i] >> (2 * c + 1)) & 0x01010101u) << 4);
+            }
+        }
+        const float d = f16_bits_to_f32(uint16_t(hdr.x & 0xffffu));
+        const float dmin = f16_bits_to_f32(uint16_t(hdr.x >> 16));
+        // The 6-bit scales and mins of sub-blocks 2c, 2c + 1 as byte pairs, both at once and
+        // without a select per byte (k4_scale_min's): for c < 2 bytes 2c, 2c + 1 of scales[0..3]
+        // / [4..7]; else the low / high nibbles of bytes 2(c - 2).. of scales[8..11] with the
+        // top 2 bits of those of [0..3] / [4..7] (as matvec_q8.comp).
+        const int sh = 16 * (c & 1);
+        const uint32_t y = hdr.y >> sh, z = hdr.z >> sh, x = hdr.w >> sh;
+        const bool upper = c >= 2;
+        const uint32_t scp = upper ? (x & 0x0F0Fu) | ((y >> 2) & 0x3030u) : y & 0x3F3Fu;
+        const uint32_t mnp = upper ? ((x >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u) : z & 0x3F3Fu;
+        w.d0 = d * float(scp & 0xFFu);
+        w.m0 = j == 0 ? dmin * float(mnp & 0xFFu) : 0.0f;
+        w.d1 = d * float((scp >> 8) & 0xFFu);
+        w.m1 = j == 0 ? dmin * float((mnp >> 8) & 0xFFu) : 0.0f;
+        return w;
+    }
+    __device__ static A acts(const Act& x, int b, int k) {
+        const int a0 = b * 8 + 2 * (k / 2), j = k % 2;  // activation block of sub-block 2c
+        return {act_half(x, a0, j), act_half(x, a0 + 1, j),
+                *reinterpret_cast<const float4*>(x.ds + a0)};
+    }
+    __device__ static float dot(const W& w, const A& a) {
+        const int s0 = dot4(w.lo[0], a.xa.x,
+                            dot4(w.lo[1], a.xa.y, dot4(w.lo[2], a.xa.z, dot4(w.lo[3], a.xa.w, 0))));
+        const int s1 = dot4(w.hi[0], a.xb.x,
+                            dot4(w.hi[1], a.xb.y, dot4(w.hi[2], a.xb.z, dot4(w.hi[3], a.xb.w, 0))));
+        return w.d0 * a.xd.x * float(s0) - w.m0 * a.xd.y + w.d1 * a.xd.z * float(s1) -
+               w.m1 * a.xd.w;
+    }
+};
+// The items the expert FFN's kernels read: the dense ones but Q4_K / Q5_K's halves.
+template <DType T>
+struct Q8ExpertDot {
+    using type = Q8Dot<T>;
+};
+template <>
+struct Q8ExpertDot<DType::Q4_K> {
+    using type = Q8DotK45Half<false>;
+};
+template <>
+struct Q8ExpertDot<DType::Q5_K> {
+    using type = Q8DotK45Half<true>;
+};
+
 // Q6_K super-block of 256 (210 bytes) {ql[128], qh[64], int8 scales[16], d}: item k (0..15) =
 // half h = k / 8, positions l = 4i..4i+3 (i = k % 8) of its four quarters: quarter q's low bits
 // from ql[64h + 32(q & 1) + l] (high nibble when q >= 2), top bits from bits 2q of
@@ -401,9 +490,8 @@ struct Q8Dot<kQ6_KR> {
 
 // Item k of block b of a row dotted with TM tokens' activations, added to acc[t] (the host
 // test's entry; the kernel shares each item's activations across its rows).
-template <DType T, int TM>
+template <DType T, int TM, class D = Q8Dot<T>>
 __device__ inline void q8_item(const uint8_t* row, int b, int k, const Act* x, float (&acc)[TM]) {
-    using D = Q8Dot<T>;
     const typename D::W w = D::weights(row, b, k);
     TANDEM_Q8_UNROLL
     for (int t = 0; t < TM; ++t) acc[t] += D::dot(w, D::acts(x[t], b, k));

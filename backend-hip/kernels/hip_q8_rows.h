@@ -11,11 +11,11 @@ namespace tandem::hip {
 constexpr int kQ8Threads = 128;  // dense matvec block: R output rows (q8_rows_per_block)
 
 // acc[r][t] = this thread's share (items tid, tid + Stride, ...) of row r's dot with token t: an
-// item's activations are loaded once per token and meet the R rows' weights.
-template <DType T, int TM, int R, int Stride = kQ8Threads, int Unroll = 2>
+// item's activations are loaded once per token and meet the R rows' weights. D: the items
+// (hip_q8_dot.h; the experts' are Q8ExpertDot's).
+template <DType T, int TM, int R, int Stride = kQ8Threads, int Unroll = 2, class D = Q8Dot<T>>
 __device__ inline void rows_dot(const uint8_t* const (&wr)[R], const Act (&x)[TM], int n_in,
                                 int tid, float (&acc)[R][TM]) {
-    using D = Q8Dot<T>;
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll

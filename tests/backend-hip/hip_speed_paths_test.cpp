@@ -70,12 +70,11 @@ namespace {
 const std::vector<DType> kQ8Types = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
                                      DType::Q6_K};
 
-// The matvec's items run on the host over every row: out[t, o] for T <= 8 tokens; `bytes`: the
-// weight in the layout T reads (w.bytes unless repacked).
-template <DType T>
+// The matvec's items (D: the dense kernels' by default) run on the host over every row: out[t, o]
+// for T <= 8 tokens; `bytes`: the weight in the layout T reads (w.bytes unless repacked).
+template <DType T, class D = hip::Q8Dot<T>>
 std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<float>& x,
                                      int64_t n_tok, const uint8_t* bytes = nullptr) {
-    using D = hip::Q8Dot<T>;
     const int64_t n_in = w.ne[0], n_out = w.ne[1];
     // The activations as k_quantize_q8 lays them out: int8 values (hip_q8_layout.h), (d, s)
     // per 32.
@@ -106,7 +105,8 @@ std::vector<float> host_items_matvec(const QuantWeight& w, const std::vector<flo
         float acc[8] = {};
         const int64_t n_items = n_in / D::kWeights * D::kItems;
         for (int64_t it = 0; it < n_items; ++it)
-            hip::q8_item<T, 8>(bytes + o * rb, int(it / D::kItems), int(it % D::kItems), act, acc);
+            hip::q8_item<T, 8, D>(bytes + o * rb, int(it / D::kItems), int(it % D::kItems), act,
+                                  acc);
         for (int64_t t = 0; t < n_tok; ++t) out[size_t(t * n_out + o)] = acc[t];
     }
     return out;
@@ -151,6 +151,12 @@ TEST(HipSpeedPaths, Q8ItemsOnTheHostMatchTheQuantisedProduct) {
             check(DType::Q8_0, host_items_matvec<DType::Q8_0>(w80, x, T), w80);
             check(DType::Q4_K, host_items_matvec<DType::Q4_K>(w4k, x, T), w4k);
             check(DType::Q5_K, host_items_matvec<DType::Q5_K>(w5k, x, T), w5k);
+            // The expert FFN's Q4_K / Q5_K items (32 weights; the dense ones are 64).
+            using E4 = hip::Q8ExpertDot<DType::Q4_K>::type;
+            using E5 = hip::Q8ExpertDot<DType::Q5_K>::type;
+            static_assert(E4::kItems == 2 * hip::Q8Dot<DType::Q4_K>::kItems);
+            check(DType::Q4_K, host_items_matvec<DType::Q4_K, E4>(w4k, x, T), w4k);
+            check(DType::Q5_K, host_items_matvec<DType::Q5_K, E5>(w5k, x, T), w5k);
             check(DType::Q6_K, host_items_matvec<DType::Q6_K>(w6k, x, T), w6k);
             // The repacked layouts (weight_repack.h) discrete GPUs upload Q4_0 / Q8_0 in.
             std::vector<uint8_t> p40(w40.bytes.size()), p80(w80.bytes.size());
