@@ -321,7 +321,12 @@ bool prefetch_weights() {
 
 // Output rows per block: 4, 2 for Q8_0. H200, one 8B-shaped matvec at a time
 // (packaging/gpu/matvec_lab.cu, docs/hip.md): Q4_0 gate+up 26.9 / 20.1 / 17.2 us for 1 / 2 / 4
-// rows, Q8_0 32.5 / 29.3 / 30.4.
+// rows, Q8_0 32.5 / 29.3 / 30.4. On AMD 2 for Q4_K / Q5_K too: their 64-weight items at 4 rows
+// take 198-256 VGPRs a lane and Q5_K's spill 80-104 bytes to scratch (gfx1030, hipcc's
+// -Rpass-analysis=kernel-resource-usage, one token); at 2 rows 128-190, none spilled, no more than
+// the 32-weight items took at 4 (143-197). Unmeasured on an AMD GPU. The CUDA path keeps 4 (nvcc:
+// 72-116 registers at 4 rows, at most 4 bytes spilled; session 31: with the 32-weight items
+// Q5_K_M ran the same at 4 and 2 rows on the H200).
 // TANDEM_HIP_Q8_ROWS = 1, 2 or 4 overrides, for tuning; read at every launch (a getenv per
 // matmul when enqueued; replayed graphs keep theirs), so one process can compare the settings.
 int q8_rows_per_block(DType type) {
@@ -329,7 +334,11 @@ int q8_rows_per_block(DType type) {
         const int n = std::atoi(v);
         return n == 1 || n == 2 ? n : 4;
     }
-    return file_type(type) == DType::Q8_0 ? 2 : 4;
+    if (file_type(type) == DType::Q8_0) return 2;
+#if !defined(TANDEM_HIP_ON_CUDA)
+    if (is_k45(type)) return 2;
+#endif
+    return 4;
 }
 
 // Lane groups (32 threads) per block on its R rows, by weight type. H200, 8B tg128, two runs
