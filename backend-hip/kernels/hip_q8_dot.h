@@ -210,6 +210,26 @@ struct Q8Dot<kQ4_0R> : Q8DotPacked<16> {};
 template <>
 struct Q8Dot<kQ8_0R> : Q8DotPacked<32> {};
 
+// A Q4_K / Q5_K super-block header's d * scale and dmin * min of sub-blocks 2c and 2c + 1.
+struct K45Scales {
+    float d0, m0, d1, m1;
+};
+__device__ inline K45Scales k45_scales(const uint4& hdr, int c) {
+    const float d = f16_bits_to_f32(uint16_t(hdr.x & 0xffffu));
+    const float dmin = f16_bits_to_f32(uint16_t(hdr.x >> 16));
+    // The 6-bit scales and mins as byte pairs, both at once and without a select per byte
+    // (k4_scale_min's): for c < 2 bytes 2c, 2c + 1 of scales[0..3] / [4..7]; else the low / high
+    // nibbles of bytes 2(c - 2).. of scales[8..11] with the top 2 bits of those of [0..3] /
+    // [4..7] (as matvec_q8.comp).
+    const int sh = 16 * (c & 1);
+    const uint32_t y = hdr.y >> sh, z = hdr.z >> sh, x = hdr.w >> sh;
+    const bool upper = c >= 2;
+    const uint32_t scp = upper ? (x & 0x0F0Fu) | ((y >> 2) & 0x3030u) : y & 0x3F3Fu;
+    const uint32_t mnp = upper ? ((x >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u) : z & 0x3F3Fu;
+    return {d * float(scp & 0xFFu), dmin * float(mnp & 0xFFu), d * float((scp >> 8) & 0xFFu),
+            dmin * float((mnp >> 8) & 0xFFu)};
+}
+
 // Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..3) =
 // chunk k (qs bytes 32k..32k+31, two 16-byte loads): the low nibbles are sub-block 2k's 32
 // weights, the high nibbles sub-block 2k + 1's; Q5_K's fifth bits are bits 2k / 2k + 1 of qh
@@ -250,21 +270,8 @@ struct Q8DotK45 {
                 w.hi[i] |= int(((qh[i] >> (2 * c + 1)) & 0x01010101u) << 4);
             }
         }
-        const float d = f16_bits_to_f32(uint16_t(hdr.x & 0xffffu));
-        const float dmin = f16_bits_to_f32(uint16_t(hdr.x >> 16));
-        // The 6-bit scales and mins of sub-blocks 2c, 2c + 1 as byte pairs, both at once and
-        // without a select per byte (k4_scale_min's): for c < 2 bytes 2c, 2c + 1 of scales[0..3]
-        // / [4..7]; else the low / high nibbles of bytes 2(c - 2).. of scales[8..11] with the
-        // top 2 bits of those of [0..3] / [4..7] (as matvec_q8.comp).
-        const int sh = 16 * (c & 1);
-        const uint32_t y = hdr.y >> sh, z = hdr.z >> sh, x = hdr.w >> sh;
-        const bool upper = c >= 2;
-        const uint32_t scp = upper ? (x & 0x0F0Fu) | ((y >> 2) & 0x3030u) : y & 0x3F3Fu;
-        const uint32_t mnp = upper ? ((x >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u) : z & 0x3F3Fu;
-        w.d0 = d * float(scp & 0xFFu);
-        w.m0 = dmin * float(mnp & 0xFFu);
-        w.d1 = d * float((scp >> 8) & 0xFFu);
-        w.m1 = dmin * float((mnp >> 8) & 0xFFu);
+        const K45Scales sc = k45_scales(hdr, c);
+        w.d0 = sc.d0, w.m0 = sc.m0, w.d1 = sc.d1, w.m1 = sc.m1;
         return w;
     }
     __device__ static A acts(const Act& x, int b, int c) {
@@ -327,21 +334,9 @@ struct Q8DotK45Half {
                 w.hi[i] |= int(((qh[i] >> (2 * c + 1)) & 0x01010101u) << 4);
             }
         }
-        const float d = f16_bits_to_f32(uint16_t(hdr.x & 0xffffu));
-        const float dmin = f16_bits_to_f32(uint16_t(hdr.x >> 16));
-        // The 6-bit scales and mins of sub-blocks 2c, 2c + 1 as byte pairs, both at once and
-        // without a select per byte (k4_scale_min's): for c < 2 bytes 2c, 2c + 1 of scales[0..3]
-        // / [4..7]; else the low / high nibbles of bytes 2(c - 2).. of scales[8..11] with the
-        // top 2 bits of those of [0..3] / [4..7] (as matvec_q8.comp).
-        const int sh = 16 * (c & 1);
-        const uint32_t y = hdr.y >> sh, z = hdr.z >> sh, x = hdr.w >> sh;
-        const bool upper = c >= 2;
-        const uint32_t scp = upper ? (x & 0x0F0Fu) | ((y >> 2) & 0x3030u) : y & 0x3F3Fu;
-        const uint32_t mnp = upper ? ((x >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u) : z & 0x3F3Fu;
-        w.d0 = d * float(scp & 0xFFu);
-        w.m0 = j == 0 ? dmin * float(mnp & 0xFFu) : 0.0f;
-        w.d1 = d * float((scp >> 8) & 0xFFu);
-        w.m1 = j == 0 ? dmin * float((mnp >> 8) & 0xFFu) : 0.0f;
+        const K45Scales sc = k45_scales(hdr, c);
+        w.d0 = sc.d0, w.d1 = sc.d1;
+        w.m0 = j == 0 ? sc.m0 : 0.0f, w.m1 = j == 0 ? sc.m1 : 0.0f;  // the mins once a sub-block
         return w;
     }
     __device__ static A acts(const Act& x, int b, int k) {
