@@ -33,6 +33,12 @@ float i2f(int v) { return uintBitsToFloat(uint(v + 0x4B400000)) - 12582912.0; }
 // weights instead of 32.
 bool k64() { return K64 != 0u && (TYPE == T_Q4_K || TYPE == T_Q5_K); }
 
+// Q4_K / Q5_K item `it`'s super-block b, chunk c and 16-byte half j (K64: j = 0, the whole
+// chunk): (b, c, j).
+uvec3 k45_item(uint it) {
+    return k64() ? uvec3(it >> 2, it & 3u, 0u) : uvec3(it >> 3, (it & 7u) >> 1, it & 1u);
+}
+
 uint items_per_row() {
     return TYPE == T_Q6_K ? p.n_in / 16u : TYPE == T_Q6_KR || k64() ? p.n_in / 64u : p.n_in / 32u;
 }
@@ -109,8 +115,8 @@ WQ weights(Uints w, uint ro, uint it) {
         // K64: item k (0..3) = chunk c = k whole: a / b the low nibbles of its two 16-byte
         // halves (sub-block 2c), c / d the high nibbles (2c + 1); j = 0 (the mins counted once).
         const bool five = TYPE == T_Q5_K;
-        const uint b = k64() ? it >> 2 : it >> 3, k8 = k64() ? (it & 3u) << 1 : it & 7u;
-        const uint c = k8 >> 1, j = k8 & 1u;
+        const uvec3 bcj = k45_item(it);
+        const uint b = bcj.x, c = bcj.y, j = bcj.z;
         const uint sb = ro + b * (five ? 176u : 144u);
         const uvec4 hdr = w4.v[sb >> 4];
         const uint q0 = (sb + (five ? 48u : 16u) + 32u * c + 16u * j) >> 4;
@@ -197,8 +203,8 @@ AQ acts(uint t, uint it) {
         a.b = x4.v[q8_unit(xb, 1u)];
         a.e.xy = p.xd.v[xb];
     } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
-        const uint b = k64() ? it >> 2 : it >> 3, k8 = k64() ? (it & 3u) << 1 : it & 7u;
-        const uint c = k8 >> 1, j = k8 & 1u;
+        const uvec3 bcj = k45_item(it);
+        const uint b = bcj.x, c = bcj.y, j = bcj.z;
         const uint xb = t * nb + b * 8u + 2u * c;
         if (k64()) {  // block 2c's halves (a, b), block 2c + 1's (c, d)
             a.a = x4.v[q8_unit(xb, 0u)];

@@ -213,6 +213,8 @@ class VulkanBackend final : public Backend {
     bool q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n_in) const;
     uint32_t q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const;
     bool few_items_per_row(uint32_t type, int64_t n_in) const;
+    // matvec_q8.comp's K64 for a shader type: 1 where Q4_K / Q5_K items are 64 weights.
+    uint32_t k64_items(uint32_t type) const;
     // An RmsNorm, GatedAct or Attention whose output feeds a q8 matmul (the next node) leaves
     // the q8 activations too; false: not applicable, nothing recorded.
     bool try_q8_producer(const Graph& g, size_t at);

@@ -128,6 +128,10 @@ bool is_k45(uint32_t type) {
 }
 }  // namespace
 
+uint32_t VulkanBackend::k64_items(uint32_t type) const {
+    return q8_k64_ && is_k45(type) ? 1u : 0u;
+}
+
 // matvec_q8.comp's SHARE split: one or two tokens (it holds every token's activations of an
 // item in registers), subgroup sums (its reduction), subgroups of at least `rows` invocations
 // (its shared array). Not Q8_0, whose 34 weight bytes per 32 meet only 34 bytes of
@@ -142,9 +146,8 @@ bool is_k45(uint32_t type) {
 // Llama 3.2 1B Q8_0 tg128 1092 against 1101). q8_few_ off (TANDEM_VK_Q8_FEW=0) limits it to
 // repacked Q6_K, for tuning.
 bool VulkanBackend::few_items_per_row(uint32_t type, int64_t n_in) const {
-    const bool q6r = type == repacked_type_id(DType::Q6_K);
-    if (!q6r && !(q8_k64_ && is_k45(type)) && (!q8_few_ || is_q8_0(type))) return false;
-    const bool wide = q6r || (q8_k64_ && is_k45(type));
+    const bool wide = type == repacked_type_id(DType::Q6_K) || k64_items(type);
+    if (!wide && (!q8_few_ || is_q8_0(type))) return false;
     const int64_t items = type == uint32_t(DType::Q6_K) ? n_in / 16 : wide ? n_in / 64 : n_in / 32;
     return items < kQ8Workgroup;
 }
@@ -229,10 +232,9 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
     const uint32_t sg = subgroups_tile(kQ8Workgroup / wg_rows) ? 1u : 0u;
     const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
     const uint32_t share = q8_shares(type, wg_rows, T, n_in) ? 1u : 0u;
-    const uint32_t k64 = q8_k64_ && is_k45(type) ? 1u : 0u;
     dispatch("matvec_q8",
              {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share, 0u,
-              norm_eps, k64},
+              norm_eps, k64_items(type)},
              &p, sizeof p, split_x(groups), 1, split_z(groups), {q},
              {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.
@@ -310,10 +312,10 @@ size_t VulkanBackend::try_fuse_resid_norm(const Graph& g, size_t at) {
     p.n_in = u32(n_in), p.n_out = u32(cols), p.n_tok = u32(T);
     p.row_bytes = u32(row_bytes(w.type, uint64_t(w.ne[0])));
     const uint64_t groups = uint64_t(cols) / kResidRows;
-    const uint32_t type = shader_type(g, mm.src[0]), k64 = q8_k64_ && is_k45(type) ? 1u : 0u;
+    const uint32_t type = shader_type(g, mm.src[0]);
     dispatch("matvec_q8",
-             {type, kResidWorkgroup, 4u, T == 1 ? 1u : 2u, 1u, 1u, 0u, 1u, 1u, 0u, k64}, &p,
-             sizeof p, split_x(groups), 1, split_z(groups), {q, r}, {sum, out});
+             {type, kResidWorkgroup, 4u, T == 1 ? 1u : 2u, 1u, 1u, 0u, 1u, 1u, 0u, k64_items(type)},
+             &p, sizeof p, split_x(groups), 1, split_z(groups), {q, r}, {sum, out});
     pending_norm_ = PendingNorm{norm.out, m->last, ref(g, norm.out), sum, nw, cols, T, norm.f[0]};
     q8_src_ = pending_norm_.y.address, q8_src_cols_ = cols, q8_src_rows_ = T;
     q8_alt_ = true;
