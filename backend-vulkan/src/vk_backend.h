@@ -212,6 +212,7 @@ class VulkanBackend final : public Backend {
     bool qkv_rope_plan(const Graph& g, size_t at, QkvRope* plan) const;
     bool q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n_in) const;
     uint32_t q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const;
+    uint32_t q8_share_wg(int64_t n_in) const;
     bool few_items_per_row(uint32_t type, int64_t n_in) const;
     // matvec_q8.comp's K64 for a shader type: 1 where Q4_K / Q5_K items are 64 weights.
     uint32_t k64_items(uint32_t type) const;
@@ -402,6 +403,7 @@ class VulkanBackend final : public Backend {
     bool q8_few_ = true;
     // Q4_K / Q5_K decode items of 64 weights (matvec_q8.comp K64; TANDEM_VK_K64=0: 32).
     bool q8_k64_ = true;
+    uint32_t q8_share_wg_ = 0;  // TANDEM_VK_Q8_WG: the shared split's workgroup (0: q8_share_wg)
     // q/k/v's matvec ropes and stores into the KV cache itself (TANDEM_VK_QKV_ROPE=0: off).
     bool q8_rope_ = true;
     std::unique_ptr<Context> ctx_;

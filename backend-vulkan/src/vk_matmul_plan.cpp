@@ -200,6 +200,10 @@ void VulkanBackend::read_tuning_env() {
     if (const char* v = std::getenv("TANDEM_VK_Q8_SHARE")) q8_share_ = std::string(v) != "0";
     if (const char* v = std::getenv("TANDEM_VK_Q8_FEW")) q8_few_ = std::string(v) != "0";
     if (const char* v = std::getenv("TANDEM_VK_K64")) q8_k64_ = std::string(v) != "0";
+    if (const char* v = std::getenv("TANDEM_VK_Q8_WG")) {
+        const int n = std::atoi(v);
+        if (n == 64 || n == 128 || n == 256) q8_share_wg_ = uint32_t(n);
+    }
     if (const char* v = std::getenv("TANDEM_VK_GPT")) {
         const int n = std::atoi(v);
         if (n == 1 || n == 2 || n == 4 || n == 8) matvec_gpt1_ = uint32_t(n);

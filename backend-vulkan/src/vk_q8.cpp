@@ -162,13 +162,28 @@ bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n
 // items a row at 4096 inputs, 16 invocations a row then take 4 each). H200, 8B Q6_K tg128 at
 // 2 / 4 / 8 rows (docs/vulkan.md, session 15): 284 / 288 / 307 tok/s; the LM head 166 / 143 /
 // 131 µs. Q8_0 (plain or repacked), which never shares, takes 4: a subgroup of 32 a row rather
-// than 64 invocations (H200, 8B Q8_0 tg128, session 30: docs/vulkan.md). TANDEM_VK_Q8_ROWS sets
-// every type's. at_least: a lower bound (v's rows in a q/k/v launch: whole f16 words).
+// than 64 invocations (H200, 8B Q8_0 tg128, session 30: docs/vulkan.md). Rows of 8192+ inputs
+// (70B's q/k/v, gate / up, LM head) take at least 4, with q8_share_wg's 64 invocations. At 2
+// rows of 128 the shared split's invocation has one or two items a row, too few loads in flight:
+// H200, 70B tg64 against 2 rows of 128, both steps: Q4_K 66.1 -> 68.9 tok/s, Q4_0 71.0 -> 72.5
+// (docs/vulkan.md, session 34). 8B's matvecs read 4096 inputs (its 14336-input down
+// projection is RESID's, 4 rows a group). TANDEM_VK_Q8_ROWS sets every type's. at_least: a
+// lower bound (v's rows in a q/k/v launch: whole f16 words).
 uint32_t VulkanBackend::q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const {
     uint32_t rows = q8_rows_;
+    if (!q8_rows_set_ && n_in >= 8192) rows = std::max(rows, 4u);
     if (!q8_rows_set_ && few_items_per_row(type, n_in)) rows = 8;
     if (!q8_rows_set_ && is_q8_0(type)) rows = 4;
     return std::max(rows, at_least);
+}
+
+// The shared split's invocations (a multiple of the subgroup size): 64 for rows of 8192+ inputs
+// (q8_rows_for), two items a row each where 128 would have one (a 64-weight item of 70B's Q4_K);
+// 128 below, where 8B's Q4_0 ran the same at either (H200 tg128 432 / 429 tok/s).
+// TANDEM_VK_Q8_WG = 64 / 128 / 256 sets it, for tuning.
+uint32_t VulkanBackend::q8_share_wg(int64_t n_in) const {
+    if (q8_share_wg_ != 0) return q8_share_wg_;
+    return n_in >= 8192 && 64 % pd_.subgroup_size == 0 ? 64u : kQ8Workgroup;
 }
 
 bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
@@ -229,12 +244,13 @@ bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, si
         }
     }
     const uint32_t tok = T == 1 ? 1 : T == 2 ? 2 : T <= 4 ? 4 : 8;
-    const uint32_t sg = subgroups_tile(kQ8Workgroup / wg_rows) ? 1u : 0u;
-    const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
     const uint32_t share = q8_shares(type, wg_rows, T, n_in) ? 1u : 0u;
+    const uint32_t wg = share ? q8_share_wg(n_in) : kQ8Workgroup;
+    const uint32_t sg = subgroups_tile(wg / wg_rows) ? 1u : 0u;
+    const uint64_t groups = (rows + wg_rows - 1) / wg_rows;
     dispatch("matvec_q8",
-             {type, kQ8Workgroup, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share, 0u,
-              norm_eps, k64_items(type)},
+             {type, wg, wg_rows, tok, sg, uint32_t(n), rope ? 1u : 0u, share, 0u, norm_eps,
+              k64_items(type)},
              &p, sizeof p, split_x(groups), 1, split_z(groups), {q},
              {outs[0], n > 1 ? outs[1] : Ref{}, n > 2 ? outs[2] : Ref{}});
     // An output written over its own input leaves q8_buf_ stale for that memory.

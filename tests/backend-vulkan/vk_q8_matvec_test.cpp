@@ -58,9 +58,10 @@ TEST(VulkanQ8Matvec, EveryTypeLayoutShapeAndTokenCount) {
     };
     // 96 x 3 and 160 values (Q4_0 / Q8_0 only): the activations end inside a 256-value group
     // of their halves layout (q8_act.glsl).
-    const Shape shapes[] = {{256, 1, 1},  {256, 67, 1}, {2304, 37, 2}, {4096, 33, 1},
-                            {512, 5, 3},  {1024, 9, 5}, {768, 17, 8},  {14336, 3, 1},
-                            {2048, 9, 4}, {96, 7, 3},   {160, 11, 1},  {96, 13, 2}};
+    // 8192 x 2 tokens: rows of 8192+ inputs take 4 rows and 64 invocations (q8_share_wg).
+    const Shape shapes[] = {{256, 1, 1},  {256, 67, 1}, {2304, 37, 2}, {4096, 33, 1}, {512, 5, 3},
+                            {1024, 9, 5}, {768, 17, 8}, {14336, 3, 1}, {2048, 9, 4},  {96, 7, 3},
+                            {160, 11, 1}, {96, 13, 2},  {8192, 7, 2}};
     // (repack, rows per workgroup, shared activations): the file layout (integrated GPUs,
     // lavapipe) and the repacked one (discrete GPUs; Q6_K from 2048-long rows), 1-4 rows per
     // workgroup, the invocations sharing each item's activations over the rows (one or two
