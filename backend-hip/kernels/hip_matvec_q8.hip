@@ -354,11 +354,14 @@ constexpr int q8_block_groups() {
 // Rows too short for a block's threads (a 2048-input row of repacked Q4_0 or Q8_0 has 64 items,
 // half a 128-thread block: Qwen3-30B-A3B's q/k/v and LM head, Llama 3.2 1B's matvecs): two lane
 // groups, so every thread has an item and the grid twice the blocks' loads in flight.
-// TANDEM_HIP_Q8_GROUPS = 4 keeps the type's groups, for tuning.
+// TANDEM_HIP_Q8_GROUPS = 4 keeps the type's groups, 2 takes two for every row, for tuning.
 template <DType T>
 int q8_groups_for(int n_in) {
     constexpr int G = q8_block_groups<T>();
-    if (const char* v = std::getenv("TANDEM_HIP_Q8_GROUPS"); v && std::atoi(v) == 4) return G;
+    if (const char* v = std::getenv("TANDEM_HIP_Q8_GROUPS")) {
+        if (std::atoi(v) == 4) return G;
+        if (std::atoi(v) == 2) return 2;
+    }
     const int items = n_in / Q8Dot<T>::kWeights * Q8Dot<T>::kItems;
     return G == 4 && items < G * kLaneGroup ? 2 : G;
 }
