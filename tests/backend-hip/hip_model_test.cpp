@@ -18,53 +18,10 @@ class HipModels : public ::testing::TestWithParam<std::string> {};
 TEST_P(HipModels, LogitsAndGreedyMatchCpuAndFixture) {
     TANDEM_HIP_OR_SKIP(probe);
     probe.reset();
-    const std::string name = GetParam();
-    TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/" + name);
-    const HfReference ref = load_hf_reference(dir);
-    auto model = engine::load_model(*tiny_gguf(name, DType::F32));
-    const int64_t V = model->hp.n_vocab;
-
-    auto hip = engine_on("hip", model, DType::F32);
-    auto cpu = engine_on("cpu", model, DType::F32);
-    std::vector<float> lh, lc;
-    hip->decode(ref.prompt, lh, true);
-    cpu->decode(ref.prompt, lc, true);
-    ASSERT_EQ(lh.size(), ref.logits.size());
-    const double vs_cpu = max_rel_row_error(lh, lc, V);
-    EXPECT_LT(vs_cpu, 1e-4) << name;
-    // The CPU backend's own distance to transformers (bf16 rope there, see engine_reference.py)
-    // bounds ours.
-    const double cpu_hf = max_rel_row_error(lc, ref.logits, V);
-    const double hip_hf = max_rel_row_error(lh, ref.logits, V);
-    EXPECT_LT(hip_hf, cpu_hf * 1.05 + 1e-4) << name << ": cpu " << cpu_hf << ", hip " << hip_hf;
-    std::printf("%s: hip vs cpu %.2e, vs transformers %.2e (cpu %.2e)\n", name.c_str(), vs_cpu,
-                hip_hf, cpu_hf);
-
-    hip->clear();
-    cpu->clear();
-    engine::GenerateOptions o;
-    o.max_tokens = int(ref.greedy.size());
-    auto r = engine::generate(*hip, ref.prompt, nullptr, o);
-    auto rc = engine::generate(*cpu, ref.prompt, nullptr, o);
-    EXPECT_EQ(r.ids, rc.ids) << name;
-    // qwen3-tiny's continuation hits a near-tie that the fixture's bf16 rope decides otherwise
-    // (docs/engine.md); where the CPU backend reproduces the fixture, we must too.
-    if (rc.ids == ref.greedy)
-        EXPECT_EQ(r.ids, ref.greedy) << name;
-    else
-        std::printf("%s: the CPU backend's greedy continuation differs from the fixture's too\n",
-                    name.c_str());
+    expect_hf_tiny_matches_cpu_and_fixture("hip", GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(HfTiny, HipModels,
-                         ::testing::Values("llama-tiny", "qwen2-tiny", "qwen3-tiny",
-                                           "qwen3moe-tiny", "gemma3-tiny"),
-                         [](const auto& info) {
-                             std::string s = info.param;
-                             for (auto& ch : s)
-                                 if (ch == '-') ch = '_';
-                             return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(HfTiny, HipModels, ::testing::ValuesIn(kHfTinyModels), hf_tiny_param_name);
 
 // Half-precision and quantised weights with an f16 cache, as users run them. The CPU backend
 // quantises activations to q8 for block types, so those compare looser.
