@@ -34,6 +34,8 @@ struct QuantPush {
 };
 
 constexpr uint32_t kQ8Workgroup = 128;
+// Rows at least this long (70B's 8192) take 4 rows of 64 invocations (q8_rows_for, q8_share_wg).
+constexpr int64_t kQ8WideRow = 8192;
 constexpr int64_t kQ8MaxTokens = 8;  // matvec_q8.comp's largest TOK
 
 }  // namespace
@@ -171,7 +173,7 @@ bool VulkanBackend::q8_shares(uint32_t type, uint32_t rows, int64_t T, int64_t n
 // lower bound (v's rows in a q/k/v launch: whole f16 words).
 uint32_t VulkanBackend::q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_least) const {
     uint32_t rows = q8_rows_;
-    if (!q8_rows_set_ && n_in >= 8192) rows = std::max(rows, 4u);
+    if (!q8_rows_set_ && n_in >= kQ8WideRow) rows = std::max(rows, 4u);
     if (!q8_rows_set_ && few_items_per_row(type, n_in)) rows = 8;
     if (!q8_rows_set_ && is_q8_0(type)) rows = 4;
     return std::max(rows, at_least);
@@ -183,7 +185,7 @@ uint32_t VulkanBackend::q8_rows_for(uint32_t type, int64_t n_in, uint32_t at_lea
 // TANDEM_VK_Q8_WG = 64 / 128 / 256 sets it, for tuning.
 uint32_t VulkanBackend::q8_share_wg(int64_t n_in) const {
     if (q8_share_wg_ != 0) return q8_share_wg_;
-    return n_in >= 8192 && 64 % pd_.subgroup_size == 0 ? 64u : kQ8Workgroup;
+    return n_in >= kQ8WideRow && 64 % pd_.subgroup_size == 0 ? 64u : kQ8Workgroup;
 }
 
 bool VulkanBackend::record_matvec_q8(const Graph& g, const Node* const* mats, size_t n,
