@@ -359,8 +359,9 @@ template <DType T>
 int q8_groups_for(int n_in) {
     constexpr int G = q8_block_groups<T>();
     if (const char* v = std::getenv("TANDEM_HIP_Q8_GROUPS")) {
-        if (std::atoi(v) == 4) return G;
-        if (std::atoi(v) == 2) return 2;
+        const int n = std::atoi(v);
+        if (n == 4) return G;
+        if (n == 2) return 2;
     }
     const int items = n_in / Q8Dot<T>::kWeights * Q8Dot<T>::kItems;
     return G == 4 && items < G * kLaneGroup ? 2 : G;

@@ -230,6 +230,25 @@ __device__ inline K45Scales k45_scales(const uint4& hdr, int c) {
             dmin * float((mnp >> 8) & 0xFFu)};
 }
 
+// Q4_K / Q5_K quant words as int8 words: lo the low nibbles (sub-block 2c's weights), hi the
+// high ones (2c + 1's); k45_fifth_bits adds Q5_K's fifth bits, bits 2c / 2c + 1 of each qh byte.
+template <int N>
+__device__ inline void k45_nibbles(const uint32_t (&q)[N], int (&lo)[N], int (&hi)[N]) {
+    TANDEM_Q8_UNROLL
+    for (int i = 0; i < N; ++i) {
+        lo[i] = int(q[i] & 0x0F0F0F0Fu);
+        hi[i] = int((q[i] >> 4) & 0x0F0F0F0Fu);
+    }
+}
+template <int N>
+__device__ inline void k45_fifth_bits(const uint32_t (&qh)[N], int c, int (&lo)[N], int (&hi)[N]) {
+    TANDEM_Q8_UNROLL
+    for (int i = 0; i < N; ++i) {
+        lo[i] |= int(((qh[i] >> (2 * c)) & 0x01010101u) << 4);
+        hi[i] |= int(((qh[i] >> (2 * c + 1)) & 0x01010101u) << 4);
+    }
+}
+
 // Q4_K/Q5_K super-block of 256 {d, dmin, scales[12], (Q5_K: qh[32]), qs[128]}: item k (0..3) =
 // chunk k (qs bytes 32k..32k+31, two 16-byte loads): the low nibbles are sub-block 2k's 32
 // weights, the high nibbles sub-block 2k + 1's; Q5_K's fifth bits are bits 2k / 2k + 1 of qh
@@ -255,20 +274,12 @@ struct Q8DotK45 {
         const uint4 q0 = qp[0], q1 = qp[1];
         const uint32_t q[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
         W w;
-        TANDEM_Q8_UNROLL
-        for (int i = 0; i < 8; ++i) {
-            w.lo[i] = int(q[i] & 0x0F0F0F0Fu);
-            w.hi[i] = int((q[i] >> 4) & 0x0F0F0F0Fu);
-        }
+        k45_nibbles(q, w.lo, w.hi);
         if constexpr (Five) {
             const auto* hp = reinterpret_cast<const uint4*>(blk + 16);
             const uint4 h0 = hp[0], h1 = hp[1];
             const uint32_t qh[8] = {h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w};
-            TANDEM_Q8_UNROLL
-            for (int i = 0; i < 8; ++i) {
-                w.lo[i] |= int(((qh[i] >> (2 * c)) & 0x01010101u) << 4);
-                w.hi[i] |= int(((qh[i] >> (2 * c + 1)) & 0x01010101u) << 4);
-            }
+            k45_fifth_bits(qh, c, w.lo, w.hi);
         }
         const K45Scales sc = k45_scales(hdr, c);
         w.d0 = sc.d0, w.m0 = sc.m0, w.d1 = sc.d1, w.m1 = sc.m1;
@@ -320,19 +331,11 @@ struct Q8DotK45Half {
         const uint4 qs = *reinterpret_cast<const uint4*>(blk + (Five ? 48 : 16) + 32 * c + 16 * j);
         const uint32_t q[4] = {qs.x, qs.y, qs.z, qs.w};
         W w;
-        TANDEM_Q8_UNROLL
-        for (int i = 0; i < 4; ++i) {
-            w.lo[i] = int(q[i] & 0x0F0F0F0Fu);
-            w.hi[i] = int((q[i] >> 4) & 0x0F0F0F0Fu);
-        }
+        k45_nibbles(q, w.lo, w.hi);
         if constexpr (Five) {
             const uint4 qh4 = *reinterpret_cast<const uint4*>(blk + 16 + 16 * j);
             const uint32_t qh[4] = {qh4.x, qh4.y, qh4.z, qh4.w};
-            TANDEM_Q8_UNROLL
-            for (int i = 0; i < 4; ++i) {
-                w.lo[i] |= int(((qh[i] >> (2 * c)) & 0x01010101u) << 4);
-                w.hi[i] |= int(((qh[i] >> (2 * c + 1)) & 0x01010101u) << 4);
-            }
+            k45_fifth_bits(qh, c, w.lo, w.hi);
         }
         const K45Scales sc = k45_scales(hdr, c);
         w.d0 = sc.d0, w.d1 = sc.d1;
