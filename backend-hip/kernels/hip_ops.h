@@ -168,8 +168,9 @@ bool launch_gated_q8(int act, const float* gate, const float* up, int64_t cols, 
 // The same for any number of rows; the caller has checked the shape and 16-byte alignment.
 void enqueue_gated_q8(int act, const float* gate, const float* up, int64_t cols, int64_t rows,
                       float* out, void* q8, hipStream_t s);
-// One thread spinning for `cycles` device clocks (the profiler holds the stream with it).
-void launch_spin(long long cycles, hipStream_t s);
+// One thread holding the stream until *release (host memory mapped for the device, MappedFlag)
+// reaches target, or for max_cycles device clocks at most (the profiler's hold).
+void launch_hold(const int* release, int target, long long max_cycles, hipStream_t s);
 // Reads `bytes` at p (16-byte aligned, a multiple of 16) with `blocks` blocks, writing one word per
 // block to out: the weight-placement probe times it over a range.
 void launch_read_probe(const void* p, uint64_t bytes, uint32_t* out, int blocks, hipStream_t s);

@@ -68,10 +68,12 @@ __global__ void __launch_bounds__(kBlock)
     if (threadIdx.x == 0) out[blockIdx.x] = red[0];
 }
 
-// One thread busy for `cycles` clocks (the profiler's hold at the start of a step).
-__global__ void k_spin(long long cycles) {
+// One thread holding the stream until the host raises *release (mapped host memory) to target
+// or max_cycles clocks pass (the profiler's hold before a chunk of a step's nodes; the bound only
+// keeps a host that never releases from stopping the GPU for good).
+__global__ void k_hold(const volatile int* release, int target, long long max_cycles) {
     const long long t0 = clock64();
-    while (clock64() - t0 < cycles) {
+    while (*release < target && clock64() - t0 < max_cycles) {
     }
 }
 
@@ -288,8 +290,8 @@ void launch_rms_norm(const float* x, const float* w, int64_t group, int64_t n_gr
                            x, w, group, eps, out);
 }
 
-void launch_spin(long long cycles, hipStream_t s) {
-    hipLaunchKernelGGL(k_spin, dim3(1), dim3(1), 0, s, cycles);
+void launch_hold(const int* release, int target, long long max_cycles, hipStream_t s) {
+    hipLaunchKernelGGL(k_hold, dim3(1), dim3(1), 0, s, release, target, max_cycles);
 }
 
 void launch_read_probe(const void* p, uint64_t bytes, uint32_t* out, int blocks, hipStream_t s) {

@@ -56,6 +56,7 @@ class HipBackend final : public Backend {
         check(hipStreamCreate(&stream_), "creating the stream");
         check(hipEventCreate(&done_), "creating the step event");
         graphs_enabled_ = env_switch("TANDEM_HIP_GRAPHS", 1) != 0 && !profile_.on();
+        if (profile_.on()) profile_hold_ = std::make_unique<MappedFlag>();
         if (hipDeviceGetAttribute(&clock_khz_, hipDeviceAttributeClockRate, info_.index) !=
                 hipSuccess ||
             clock_khz_ <= 0)
@@ -192,6 +193,9 @@ class HipBackend final : public Backend {
     const int32_t* n_past_dev() const { return reinterpret_cast<const int32_t*>(io_dev_.data()); }
     void layout_io(const Graph& g, const StepIO& io);
     void enqueue_step(const Graph& g);
+    void enqueue_nodes_profiled(const Graph& g);
+    void hold_stream();     // the stream waits for the next release_stream (profiler)
+    void release_stream();  // the last hold_stream's wait ends (no-op without the profiler)
     hipGraphExec_t step_graph(const Graph& g);
     uint64_t step_key(const Graph& g) const;
     void drop_graphs();
@@ -383,7 +387,12 @@ class HipBackend final : public Backend {
     std::vector<const uint8_t*> host_range_dev_;  // each range's device mapping
     double copy_bw_ = -1;
     NodeProfile profile_{env_switch("TANDEM_HIP_PROFILE", 0) != 0};
-    int clock_khz_ = 0;  // device clock, for the profiler's spin
+    // The profiler's holds (enqueue_nodes_profiled): the flag the host raises to hold_target_
+    // as it releases each chunk of a step's nodes.
+    static constexpr size_t kProfileChunk = 64;
+    std::unique_ptr<MappedFlag> profile_hold_;
+    int hold_target_ = 0;
+    int clock_khz_ = 0;  // device clock, for the hold's bound
 };
 
 const HipBackend::Weight& HipBackend::weight_of(const Graph& g, TensorId id) const {
@@ -717,46 +726,7 @@ void HipBackend::enqueue_step(const Graph& g) {
     rope_keys_.clear();
     enqueued_.assign(g.nodes().size(), false);
     if (profile_.on()) {
-        // Hold the stream (about 20 us per node, enough for the host to enqueue them all), then
-        // an event between every two nodes.
-        const auto& nodes = g.nodes();
-        bool decode = true;
-        for (const Node& n : nodes)
-            if (n.op == Op::MatMul && g.tensor(n.src[1]).rows() > kMatvecMaxTokens) decode = false;
-        launch_spin(static_cast<long long>(clock_khz_) * (20 * int64_t(nodes.size()) + 1000) / 1000,
-                    stream_);
-        profile_.mark(0, stream_);
-        for (size_t i = 0; i < nodes.size(); ++i) {
-            const Node& n = nodes[i];
-            if (enqueued_[i]) {  // ran in an earlier node's launch: no row of its own
-                profile_.node(i, "", 0.0);
-                profile_.mark(i + 1, stream_);
-                continue;
-            }
-            profile_.node(i, profile_key(g, n, decode),
-                          n.op == Op::MatMul ? double(weight_of(g, n.src[0]).desc.nbytes) : 0.0);
-            // A fused run is timed as its first node ("+op" of the second, or "xN" matmuls with
-            // all their weight bytes, x7: q/k/v with their ropes and stores); the others get no
-            // row.
-            const size_t k = run_at(g, i);
-            if (k > 1) {
-                const bool mats = n.op == Op::MatMul;
-                double bytes = 0;  // the matmuls' (q/k/v's rope and stores after them: none)
-                for (size_t j = 0; mats && j < k && nodes[i + j].op == Op::MatMul; ++j)
-                    bytes += double(weight_of(g, nodes[i + j].src[0]).desc.nbytes);
-                const std::string suffix = mats ? " x" + std::to_string(k)
-                                           : n.op == Op::RmsNorm && k == 6
-                                               ? "+rope+kv_store (q/k norms)"  // run_qk_norm_rope
-                                               : "+" + std::string(op_name(nodes[i + 1].op));
-                profile_.node(i, profile_key(g, n, decode) + suffix, bytes);
-                for (size_t j = 1; j < k; ++j) {
-                    profile_.mark(i + j, stream_);
-                    profile_.node(i + j, "", 0.0);
-                }
-            }
-            i += k - 1;
-            profile_.mark(i + 1, stream_);
-        }
+        enqueue_nodes_profiled(g);
     } else {
         for (size_t i = 0; i < g.nodes().size();) i += run_at(g, i);
     }
@@ -766,6 +736,66 @@ void HipBackend::enqueue_step(const Graph& g) {
                              t.nbytes(), hipMemcpyDeviceToHost, stream_),
               "copying step outputs");
     }
+}
+
+// TANDEM_HIP_PROFILE=1: the step's nodes in chunks of kProfileChunk, each behind a hold
+// (launch_hold) that the host releases once the whole chunk is enqueued, so the GPU runs a chunk
+// back to back and each node's events time its kernels, not the host's launches. One hold for the
+// whole step deadlocks instead once the stream's launch queue fills (a 70B step of ~1200 nodes:
+// the host blocks in a launch until the GPU drains, and the GPU waits for the host until the
+// hold's bound); a fixed spin ran out there, and nodes after it were timed with the host's gaps
+// in them (q/k/v 51.6 us a call, its kernel 21.4 by Nsight Compute; docs/hip.md, session 35).
+void HipBackend::enqueue_nodes_profiled(const Graph& g) {
+    const auto& nodes = g.nodes();
+    bool decode = true;
+    for (const Node& n : nodes)
+        if (n.op == Op::MatMul && g.tensor(n.src[1]).rows() > kMatvecMaxTokens) decode = false;
+    size_t chunk_start = 0;
+    hold_stream();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        if (i - chunk_start >= kProfileChunk) {
+            release_stream();
+            hold_stream();
+            chunk_start = i;
+        }
+        const Node& n = nodes[i];
+        if (enqueued_[i]) {  // ran in an earlier node's launch: no row of its own
+            profile_.node(i, "", 0.0);
+            continue;
+        }
+        profile_.node(i, profile_key(g, n, decode),
+                      n.op == Op::MatMul ? double(weight_of(g, n.src[0]).desc.nbytes) : 0.0);
+        profile_.begin(i, stream_);
+        // A fused run is timed as its first node ("+op" of the second, or "xN" matmuls with all
+        // their weight bytes, x7: q/k/v with their ropes and stores); the others get no row.
+        const size_t k = run_at(g, i);
+        profile_.end(i, stream_);
+        if (k > 1) {
+            const bool mats = n.op == Op::MatMul;
+            double bytes = 0;  // the matmuls' (q/k/v's rope and stores after them: none)
+            for (size_t j = 0; mats && j < k && nodes[i + j].op == Op::MatMul; ++j)
+                bytes += double(weight_of(g, nodes[i + j].src[0]).desc.nbytes);
+            const std::string suffix = mats ? " x" + std::to_string(k)
+                                       : n.op == Op::RmsNorm && k == 6
+                                           ? "+rope+kv_store (q/k norms)"  // run_qk_norm_rope
+                                           : "+" + std::string(op_name(nodes[i + 1].op));
+            profile_.node(i, profile_key(g, n, decode) + suffix, bytes);
+            for (size_t j = 1; j < k; ++j) profile_.node(i + j, "", 0.0);
+        }
+        i += k - 1;
+    }
+    release_stream();
+}
+
+// The profiler's hold: the stream waits until the host's flag reaches the next number (5 s at
+// most, so a host that never releases cannot stop the GPU for good).
+void HipBackend::hold_stream() {
+    launch_hold(profile_hold_->device(), ++hold_target_, static_cast<long long>(clock_khz_) * 5000,
+                stream_);
+}
+
+void HipBackend::release_stream() {
+    if (profile_hold_) profile_hold_->set(hold_target_);
 }
 
 uint64_t HipBackend::step_key(const Graph& g) const {
@@ -994,6 +1024,7 @@ void HipBackend::host_collective(const Graph& g, const Node& n) {
     check(hipMemcpyAsync(h, data_of(g, n.src[0]), n_src * sizeof(float), hipMemcpyDeviceToHost,
                          stream_),
           "copying collective input");
+    release_stream();  // the profiler's hold: the stream must run for the wait to end
     check(hipStreamSynchronize(stream_), "running the step up to a collective");
     if (n.op == Op::AllReduce) {
         collective_->all_reduce_sum(h, n_src);

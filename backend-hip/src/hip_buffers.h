@@ -4,6 +4,7 @@
 #if !defined(TANDEM_HIP_ON_CUDA)
 #include <hip/hip_runtime.h>
 #endif
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -142,6 +143,46 @@ class PinnedBuffer {
   private:
     void* ptr_ = nullptr;
     uint64_t size_ = 0;
+};
+
+// An int the host writes and a kernel polls: pinned host memory mapped for the device,
+// coherent, so a running kernel sees the host's store (the profiler's hold, launch_hold).
+class MappedFlag {
+  public:
+    MappedFlag() {
+#if defined(TANDEM_HIP_ON_CUDA)
+        constexpr unsigned kFlags = cudaHostAllocMapped;
+#else
+        constexpr unsigned kFlags = hipHostMallocMapped | hipHostMallocCoherent;
+#endif
+        void* p = nullptr;
+        check(hipHostMalloc(&p, sizeof(int), kFlags), "allocating the profiler's flag");
+        host_ = static_cast<int*>(p);
+        set(0);
+        void* d = nullptr;
+        const hipError_t e = hipHostGetDevicePointer(&d, host_, 0);
+        device_ = static_cast<int*>(d);
+        if (e != hipSuccess) {
+            (void)hipHostFree(host_);
+            check(e, "mapping the profiler's flag");
+        }
+    }
+    MappedFlag(const MappedFlag&) = delete;
+    MappedFlag& operator=(const MappedFlag&) = delete;
+    ~MappedFlag() {
+        (void)hipHostFree(host_);
+    }
+    void set(int v) {
+        *static_cast<volatile int*>(host_) = v;
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+    const int* device() const {
+        return device_;
+    }
+
+  private:
+    int* host_ = nullptr;
+    int* device_ = nullptr;
 };
 
 }  // namespace tandem::hip

@@ -1,9 +1,10 @@
 #pragma once
-// Per-node GPU time (TANDEM_HIP_PROFILE=1, step graphs off): an event between every two nodes of
-// a step, a table on stderr when the backend goes away (at the end of `tandem-cli bench`): op,
+// Per-node GPU time (TANDEM_HIP_PROFILE=1, step graphs off): an event before and after every node
+// of a step, a table on stderr when the backend goes away (at the end of `tandem-cli bench`): op,
 // calls, total and per-call microseconds, share, and GB/s for matmuls (weight bytes / time).
-// A spin kernel holds the stream at the step's start until every node is enqueued, so the
-// times are the kernels' own, not gaps waiting for the host's launches.
+// The backend holds the stream before each chunk of nodes until the host has enqueued it
+// (HipBackend::enqueue_nodes_profiled), so the times are the kernels' own, not gaps waiting for
+// the host's launches.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -23,20 +24,15 @@ class NodeProfile {
     NodeProfile& operator=(const NodeProfile&) = delete;
     ~NodeProfile() {
         print();
-        for (hipEvent_t e : events_) (void)hipEventDestroy(e);
+        for (hipEvent_t e : begin_) (void)hipEventDestroy(e);
+        for (hipEvent_t e : end_) (void)hipEventDestroy(e);
     }
     bool on() const { return on_; }
 
-    // Boundary event i of the step (0 = before the first node) on the stream.
-    void mark(size_t i, hipStream_t s) {
-        while (events_.size() <= i) {
-            hipEvent_t e = nullptr;
-            if (hipEventCreate(&e) != hipSuccess) return;
-            events_.push_back(e);
-        }
-        (void)hipEventRecord(events_[i], s);
-    }
-    // The node between boundaries i and i + 1: its table key and the bytes it streams.
+    // Node i's events on the stream: before its launches, after them.
+    void begin(size_t i, hipStream_t s) { record(begin_, i, s); }
+    void end(size_t i, hipStream_t s) { record(end_, i, s); }
+    // Node i's table key and the bytes it streams ("": no row, run by an earlier node's launch).
     void node(size_t i, std::string key, double bytes) {
         if (keys_.size() <= i) keys_.resize(i + 1), bytes_.resize(i + 1);
         keys_[i] = std::move(key);
@@ -44,10 +40,10 @@ class NodeProfile {
     }
     // After the step's synchronisation: n nodes' times into the table.
     void collect(size_t n) {
-        for (size_t i = 0; i < n && i + 1 < events_.size() && i < keys_.size(); ++i) {
+        for (size_t i = 0; i < n && i < begin_.size() && i < end_.size() && i < keys_.size(); ++i) {
             float ms = 0;
             if (keys_[i].empty()) continue;  // run by an earlier node's launch (fused)
-            if (hipEventElapsedTime(&ms, events_[i], events_[i + 1]) != hipSuccess) continue;
+            if (hipEventElapsedTime(&ms, begin_[i], end_[i]) != hipSuccess) continue;
             Stat& st = stats_[keys_[i]];
             ++st.calls;
             st.us += 1e3 * ms;
@@ -78,8 +74,17 @@ class NodeProfile {
     }
 
   private:
+    static void record(std::vector<hipEvent_t>& events, size_t i, hipStream_t s) {
+        while (events.size() <= i) {
+            hipEvent_t e = nullptr;
+            if (hipEventCreate(&e) != hipSuccess) return;
+            events.push_back(e);
+        }
+        (void)hipEventRecord(events[i], s);
+    }
+
     bool on_;
-    std::vector<hipEvent_t> events_;
+    std::vector<hipEvent_t> begin_, end_;  // per node
     std::vector<std::string> keys_;
     std::vector<double> bytes_;
     std::map<std::string, Stat> stats_;

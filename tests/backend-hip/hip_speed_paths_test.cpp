@@ -409,6 +409,20 @@ TEST(HipSpeedPaths, Q8MatvecsSharingAnInputFused) {
     expect_q8_matvecs_sharing_an_input(*hip);
 }
 
+// TANDEM_HIP_PROFILE=1: each step waits behind the profiler's hold until the host has enqueued
+// every node, is then released and runs them (results checked as without the profiler), and
+// the table of GPU time per node comes out when the backend goes.
+TEST(HipSpeedPaths, ProfileModeReleasesTheStepAndPrintsGpuTimePerNode) {
+    const ScopedEnv prof("TANDEM_HIP_PROFILE", "1");
+    TANDEM_HIP_OR_SKIP(hip);
+    testing::internal::CaptureStderr();
+    expect_q8_matvecs_sharing_an_input(*hip);
+    hip.reset();  // the table is printed when the backend goes
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("hip profile (TANDEM_HIP_PROFILE=1"), std::string::npos) << err;
+    EXPECT_NE(err.find("| decode mat_mul q4_k matvec"), std::string::npos) << err;
+}
+
 TEST(HipSpeedPaths, Q8InputReusedThenRequantisedAfterItChanges) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_q8_input_reused_then_requantised(*hip);
