@@ -353,8 +353,13 @@ constexpr int q8_block_groups() {
 
 // Rows too short for a block's threads (a 2048-input row of repacked Q4_0 or Q8_0 has 64 items,
 // half a 128-thread block: Qwen3-30B-A3B's q/k/v and LM head, Llama 3.2 1B's matvecs): two lane
-// groups, so every thread has an item and the grid twice the blocks' loads in flight.
+// groups, so every thread has an item and the grid twice the blocks' loads in flight. Q4_0 rows
+// of 8192+ inputs (a 70B's q/k/v, gate / up, LM head) take two as well: each thread then has two
+// items a row where it had one, eight loads in flight over the 4 rows, as the Vulkan backend's
+// 64-invocation split there (kQ8WideRow, docs/vulkan.md session 34). H200, 70B Q4_0 (docs/hip.md,
+// session 35): gate + up 71.7 -> 69.3 us, LM head 148.4 -> 142.1. 8B's launches read 4096 inputs.
 // TANDEM_HIP_Q8_GROUPS = 4 keeps the type's groups, 2 takes two for every row, for tuning.
+constexpr int kQ8WideRow = 8192;
 template <DType T>
 int q8_groups_for(int n_in) {
     constexpr int G = q8_block_groups<T>();
@@ -364,7 +369,8 @@ int q8_groups_for(int n_in) {
         if (n == 2) return 2;
     }
     const int items = n_in / Q8Dot<T>::kWeights * Q8Dot<T>::kItems;
-    return G == 4 && items < G * kLaneGroup ? 2 : G;
+    const bool wide_q4_0 = file_type(T) == DType::Q4_0 && n_in >= kQ8WideRow;
+    return G == 4 && (items < G * kLaneGroup || wide_q4_0) ? 2 : G;
 }
 
 template <DType T, int TM, int R, bool Norm, int G>
