@@ -752,6 +752,10 @@ void HipBackend::enqueue_nodes_profiled(const Graph& g) {
         if (n.op == Op::MatMul && g.tensor(n.src[1]).rows() > kMatvecMaxTokens) decode = false;
     size_t chunk_start = 0;
     hold_stream();
+    struct Release {  // also when a launch throws: the stream must not wait out the bound
+        HipBackend* b;
+        ~Release() { b->release_stream(); }
+    } release{this};
     for (size_t i = 0; i < nodes.size(); ++i) {
         if (i - chunk_start >= kProfileChunk) {
             release_stream();
@@ -784,7 +788,6 @@ void HipBackend::enqueue_nodes_profiled(const Graph& g) {
         }
         i += k - 1;
     }
-    release_stream();
 }
 
 // The profiler's hold: the stream waits until the host's flag reaches the next number (5 s at
