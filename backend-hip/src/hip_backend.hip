@@ -19,6 +19,7 @@
 #include "hip_mma_check.h"
 #include "hip_ops.h"
 #include "hip_profile.h"
+#include "hip_step_times.h"
 #include "tandem/backend/collective.h"
 #include "tandem/backend/fusion.h"
 #include "tandem/backend/weight_placement.h"
@@ -108,6 +109,7 @@ class HipBackend final : public Backend {
         if (w.nbytes > 0 && !w.data)
             throw Error("hip backend: weight '" + w.name + "' has no data");
         drop_graphs();
+        plans_.clear();
         if (static_cast<size_t>(slot) >= weights_.size()) weights_.resize(slot + 1);
         Weight& dst = weights_[slot];
         weight_bytes_ -= dst.desc.nbytes;
@@ -129,6 +131,7 @@ class HipBackend final : public Backend {
 
     void allocate_kv(const std::vector<KvDesc>& kv) override {
         drop_graphs();
+        plans_.clear();
         kv_.clear();
         kv_bytes_ = 0;
         uint64_t in_host = 0;
@@ -159,7 +162,10 @@ class HipBackend final : public Backend {
         scratch_ = buffer(bytes);
     }
 
-    void set_collective(Collective* c) override { collective_ = c; }
+    void set_collective(Collective* c) override {
+        collective_ = c;
+        plans_.clear();  // their collective staging sizes depend on the ranks
+    }
     uint64_t weight_bytes() const override { return weight_bytes_; }
     uint64_t kv_bytes() const override { return kv_bytes_; }
     uint64_t scratch_bytes() const override { return scratch_.size(); }
@@ -191,7 +197,20 @@ class HipBackend final : public Backend {
     uint8_t* data_of(const Graph& g, TensorId id) const;
     const Weight& weight_of(const Graph& g, TensorId id) const;
     const int32_t* n_past_dev() const { return reinterpret_cast<const int32_t*>(io_dev_.data()); }
-    void layout_io(const Graph& g, const StepIO& io);
+    // What a graph asks of this backend, found (every node checked) the first time its
+    // fingerprint is seen; later steps of it check only their inputs.
+    struct StepPlan {
+        uint64_t key = 0;
+        size_t n_inputs = 0, n_outputs = 0;  // StepIO's slot counts it was made for
+        uint64_t moe_floats = 0, collective_floats = 0, attn_floats = 0, q8_bytes = 0,
+                 split_floats = 0, x16_bytes = 0;
+        bool few_tokens = false;  // no matmul past the matvec path's tokens (graph-eligible)
+        std::vector<uint64_t> in_bytes, out_bytes;  // per io slot, 0 where the graph has none
+        std::vector<TensorId> io_tensors;           // inputs and outputs, for their checks
+    };
+    StepPlan make_step_plan(const Graph& g, size_t n_inputs, size_t n_outputs) const;
+    const StepPlan& step_plan(const Graph& g, const StepIO& io);
+    void layout_io(const Graph& g, const StepPlan& plan, const StepIO& io);
     void enqueue_step(const Graph& g);
     void enqueue_nodes_profiled(const Graph& g);
     void hold_stream();     // the stream waits for the next release_stream (profiler)
@@ -346,6 +365,11 @@ class HipBackend final : public Backend {
     };
     std::vector<CapturedStep> graphs_;
     std::vector<uint64_t> seen_keys_;
+    // Step plans by key (most recent last); dropped when the weights, the KV cache or the
+    // collective change. H200, 8B decode: checking every node each step took ~15 us of host
+    // time a token while the GPU waited (docs/hip.md, session 36).
+    std::vector<StepPlan> plans_;
+    static constexpr size_t kMaxPlans = 16;
     bool graphs_enabled_ = true;
     // Where buffers go (BufferHome) and the device bytes they hold; buffer() allocates them.
     BufferHome home_ = BufferHome::Device;
@@ -387,6 +411,8 @@ class HipBackend final : public Backend {
     std::vector<const uint8_t*> host_range_dev_;  // each range's device mapping
     double copy_bw_ = -1;
     NodeProfile profile_{env_switch("TANDEM_HIP_PROFILE", 0) != 0};
+    StepTimes step_times_{env_switch("TANDEM_HIP_STEP_TIMES", 0) != 0};
+    bool step_replayed_ = false;  // the last step_graph() found a captured graph
     // The profiler's holds (enqueue_nodes_profiled): the flag the host raises to hold_target_
     // as it releases each chunk of a step's nodes.
     static constexpr size_t kProfileChunk = 64;
@@ -478,6 +504,7 @@ void HipBackend::map_host_weights() {
     if (!host_map_stale_) return;
     host_map_stale_ = false;
     drop_graphs();
+    plans_.clear();
     unmap_host_weights();
     std::string why;
     if (!register_host_weights(&why)) {
@@ -683,33 +710,28 @@ double HipBackend::copy_bandwidth() {
 
 // Lays the step's n_past, inputs and outputs out in one device buffer and one pinned buffer (the
 // same offsets) and fills the pinned side; enqueue_step() copies it to the device.
-void HipBackend::layout_io(const Graph& g, const StepIO& io) {
+void HipBackend::layout_io(const Graph& g, const StepPlan& plan, const StepIO& io) {
+    for (TensorId id : plan.io_tensors) {
+        const GraphTensor& t = g.tensor(id);
+        const bool in = t.role == TensorRole::Input;
+        const auto slot = static_cast<size_t>(t.slot);
+        if (in ? !io.inputs[slot] : !io.outputs[slot])
+            throw Error("hip backend: step " + std::string(in ? "input '" : "output '") + t.name +
+                        "' not given");
+    }
     in_off_.assign(io.inputs.size(), 0);
     out_off_.assign(io.outputs.size(), 0);
-    std::vector<uint64_t> in_bytes(io.inputs.size(), 0), out_bytes(io.outputs.size(), 0);
-    for (const GraphTensor& t : g.tensors()) {
-        if (t.role == TensorRole::Input) {
-            if (t.slot < 0 || static_cast<size_t>(t.slot) >= io.inputs.size() || !io.inputs[t.slot])
-                throw Error("hip backend: step input '" + t.name + "' not given");
-            in_bytes[t.slot] = std::max(in_bytes[t.slot], t.nbytes());
-        } else if (t.role == TensorRole::Output) {
-            if (t.slot < 0 || static_cast<size_t>(t.slot) >= io.outputs.size() ||
-                !io.outputs[t.slot])
-                throw Error("hip backend: step output '" + t.name + "' not given");
-            out_bytes[t.slot] = std::max(out_bytes[t.slot], t.nbytes());
-        }
-    }
     uint64_t at = kNPastBytes;
-    for (size_t i = 0; i < in_bytes.size(); ++i)
-        in_off_[i] = at, at = align_up(at + in_bytes[i], 256);
+    for (size_t i = 0; i < plan.in_bytes.size(); ++i)
+        in_off_[i] = at, at = align_up(at + plan.in_bytes[i], 256);
     in_end_ = at;
-    for (size_t i = 0; i < out_bytes.size(); ++i)
-        out_off_[i] = at, at = align_up(at + out_bytes[i], 256);
+    for (size_t i = 0; i < plan.out_bytes.size(); ++i)
+        out_off_[i] = at, at = align_up(at + plan.out_bytes[i], 256);
     if (at > io_dev_.size()) io_dev_ = buffer(at);
     uint8_t* pinned = staging_.reserve(at);
     std::memcpy(pinned, &io.n_past, sizeof io.n_past);
-    for (size_t i = 0; i < in_bytes.size(); ++i)
-        if (in_bytes[i]) std::memcpy(pinned + in_off_[i], io.inputs[i], in_bytes[i]);
+    for (size_t i = 0; i < plan.in_bytes.size(); ++i)
+        if (plan.in_bytes[i]) std::memcpy(pinned + in_off_[i], io.inputs[i], plan.in_bytes[i]);
 }
 
 // The whole step on the stream: n_past and inputs pinned -> device, every node, outputs
@@ -821,9 +843,11 @@ void HipBackend::drop_graphs() {
 // runtime cannot capture, which turns graphs off for this backend).
 hipGraphExec_t HipBackend::step_graph(const Graph& g) {
     const uint64_t key = step_key(g);
+    step_replayed_ = false;
     for (size_t i = 0; i < graphs_.size(); ++i)
         if (graphs_[i].key == key) {
             std::rotate(graphs_.begin() + i, graphs_.begin() + i + 1, graphs_.end());
+            step_replayed_ = true;
             return graphs_.back().exec;
         }
     if (std::find(seen_keys_.begin(), seen_keys_.end(), key) == seen_keys_.end()) {
@@ -929,44 +953,88 @@ void HipBackend::check_node(const Graph& g, const Node& n) const {
     }
 }
 
-void HipBackend::compute(const Graph& g, const StepIO& io) {
-    if (g.scratch_bytes() > scratch_.size())
-        throw Error("hip backend: graph needs " + std::to_string(g.scratch_bytes()) +
-                    " scratch bytes, " + std::to_string(scratch_.size()) + " reserved");
-    map_host_weights();
-    // Every node is checked, and the backend's own buffers sized, before anything is enqueued.
-    uint64_t moe_floats = 0, collective_floats = 0, attn_floats = 0, q8_bytes = 0, split_floats = 0,
-             x16_bytes = 0;
+HipBackend::StepPlan HipBackend::make_step_plan(const Graph& g, size_t n_inputs,
+                                                size_t n_outputs) const {
+    StepPlan p;
+    p.key = g.fingerprint();
+    p.n_inputs = n_inputs;
+    p.n_outputs = n_outputs;
+    p.in_bytes.assign(n_inputs, 0);
+    p.out_bytes.assign(n_outputs, 0);
+    p.few_tokens = true;
     for (const Node& n : g.nodes()) {
         check_node(g, n);
+        if (n.op == Op::MatMul && g.tensor(n.src[1]).rows() > kMatvecMaxTokens)
+            p.few_tokens = false;
         if (n.op == Op::MoeFfn)
-            moe_floats = std::max(
-                moe_floats,
+            p.moe_floats = std::max(
+                p.moe_floats,
                 moe_ffn_scratch_floats(
                     g.tensor(n.out).rows(), static_cast<int>(g.tensor(n.src[1]).cols() / 2),
                     g.tensor(n.src[2]).ne[0], g.tensor(n.src[2]).ne[1], g.tensor(n.src[2]).ne[2]));
         if (n.op == Op::MatMul && matmul_split_)
-            split_floats = std::max(split_floats, mat_mul_split_floats(g.tensor(n.src[0]).ne[0],
-                                                                       g.tensor(n.src[0]).ne[1],
-                                                                       g.tensor(n.src[1]).rows()));
+            p.split_floats =
+                std::max(p.split_floats,
+                         mat_mul_split_floats(g.tensor(n.src[0]).ne[0], g.tensor(n.src[0]).ne[1],
+                                              g.tensor(n.src[1]).rows()));
         if (n.op == Op::MatMul &&
             takes_x16(g.tensor(n.src[1]).rows(), weight_of(g, n.src[0]).desc.type))
-            x16_bytes = std::max(x16_bytes, uint64_t(g.tensor(n.src[1]).n_elements()) * 2);
+            p.x16_bytes = std::max(p.x16_bytes, uint64_t(g.tensor(n.src[1]).n_elements()) * 2);
         if (n.op == Op::MatMul && q8_enabled_) {
             const GraphTensor& x = g.tensor(n.src[1]);
             const Weight& wt = weight_of(g, n.src[0]);
             const WeightDesc& w = wt.desc;
             if (q8_matvec_supported(wt.kind, w.ne[0], w.ne[1], x.rows()))
-                q8_bytes = std::max(q8_bytes, q8_act_bytes(w.ne[0], x.rows()));
+                p.q8_bytes = std::max(p.q8_bytes, q8_act_bytes(w.ne[0], x.rows()));
         }
         if (n.op == Op::Attention)
-            attn_floats = std::max(
-                attn_floats, attention_scratch_floats(g.tensor(n.out).rows(), n.i[0], n.i[2]));
+            p.attn_floats = std::max(
+                p.attn_floats, attention_scratch_floats(g.tensor(n.out).rows(), n.i[0], n.i[2]));
         if ((n.op == Op::AllReduce || n.op == Op::AllGather) && multi_rank())
-            collective_floats = std::max<uint64_t>(
-                collective_floats,
+            p.collective_floats = std::max<uint64_t>(
+                p.collective_floats,
                 uint64_t(std::max(g.tensor(n.src[0]).n_elements(), g.tensor(n.out).n_elements())));
     }
+    for (size_t i = 0; i < g.tensors().size(); ++i) {
+        const GraphTensor& t = g.tensors()[i];
+        if (t.role != TensorRole::Input && t.role != TensorRole::Output) continue;
+        const bool in = t.role == TensorRole::Input;
+        auto& bytes = in ? p.in_bytes : p.out_bytes;
+        if (t.slot < 0 || static_cast<size_t>(t.slot) >= bytes.size())
+            throw Error("hip backend: step " + std::string(in ? "input '" : "output '") + t.name +
+                        "' not given");
+        bytes[t.slot] = std::max(bytes[t.slot], t.nbytes());
+        p.io_tensors.push_back(static_cast<TensorId>(i));
+    }
+    return p;
+}
+
+const HipBackend::StepPlan& HipBackend::step_plan(const Graph& g, const StepIO& io) {
+    const uint64_t key = g.fingerprint();
+    for (size_t i = 0; i < plans_.size(); ++i)
+        if (plans_[i].key == key && plans_[i].n_inputs == io.inputs.size() &&
+            plans_[i].n_outputs == io.outputs.size()) {
+            std::rotate(plans_.begin() + i, plans_.begin() + i + 1, plans_.end());
+            return plans_.back();
+        }
+    StepPlan p = make_step_plan(g, io.inputs.size(), io.outputs.size());  // throws: none kept
+    if (plans_.size() >= kMaxPlans) plans_.erase(plans_.begin());
+    plans_.push_back(std::move(p));
+    return plans_.back();
+}
+
+void HipBackend::compute(const Graph& g, const StepIO& io) {
+    step_times_.entered();
+    if (g.scratch_bytes() > scratch_.size())
+        throw Error("hip backend: graph needs " + std::to_string(g.scratch_bytes()) +
+                    " scratch bytes, " + std::to_string(scratch_.size()) + " reserved");
+    map_host_weights();
+    // Every node is checked, and the backend's own buffers sized, before anything is enqueued
+    // (once per graph: the plan; nothing below drops plans_).
+    const StepPlan& plan = step_plan(g, io);
+    const uint64_t moe_floats = plan.moe_floats, attn_floats = plan.attn_floats,
+                   q8_bytes = plan.q8_bytes, split_floats = plan.split_floats,
+                   x16_bytes = plan.x16_bytes;
     check_step_inputs(g, io);  // token ids and the KV cache's room, before anything is enqueued
     if (moe_floats * sizeof(float) > moe_scratch_.size())
         moe_scratch_ = buffer(moe_floats * sizeof(float));
@@ -990,29 +1058,33 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     }
     if (q8_bytes && !rope_tables_.size())  // once: captured steps point at it
         rope_tables_ = buffer(uint64_t(kRopeTables * kRopeTableSlot) * sizeof(float2));
-    if (collective_floats) collective_host_.reserve(collective_floats * sizeof(float));
-    layout_io(g, io);
+    if (plan.collective_floats) collective_host_.reserve(plan.collective_floats * sizeof(float));
+    layout_io(g, plan, io);
     // Host collectives synchronise mid-step, which a captured graph cannot. Steps of more tokens
     // than the matvec path takes run eagerly: their kernels are long enough that the launches
     // queue ahead of the GPU, so a graph saves nothing, and capturing one (a prompt chunk's
     // shape seen twice) cost more than the launches: H200, 8B Q4_0, the pp512 step that
     // captured ran 9586-9866 tok/s against 10526-10528 with no graphs (docs/hip.md, session 26).
-    const bool few_tokens = std::none_of(g.nodes().begin(), g.nodes().end(), [&](const Node& n) {
-        return n.op == Op::MatMul && g.tensor(n.src[1]).rows() > kMatvecMaxTokens;
-    });
+    const bool few_tokens = plan.few_tokens;
     hipGraphExec_t exec = graphs_enabled_ && !multi_rank() && few_tokens ? step_graph(g) : nullptr;
+    step_times_.launching(stream_);
     if (exec)
         check(hipGraphLaunch(exec, stream_), "launching the step graph");
     else
         enqueue_step(g);
     check(hipGetLastError(), "launching kernels");
     check(hipEventRecord(done_, stream_), "recording the step event");
+    step_times_.launched();
     check(hipEventSynchronize(done_), "running the step");
+    step_times_.waited();
     if (profile_.on() && !exec) profile_.collect(g.nodes().size());
     const uint8_t* pinned = staging_.data();
-    for (const GraphTensor& t : g.tensors())
+    for (TensorId id : plan.io_tensors) {
+        const GraphTensor& t = g.tensor(id);
         if (t.role == TensorRole::Output)
             std::memcpy(io.outputs[t.slot], pinned + out_off_[t.slot], t.nbytes());
+    }
+    step_times_.finished(exec && step_replayed_, done_);
 }
 
 // Tensor parallelism: the collective runs on the host between the work enqueued before the node

@@ -84,6 +84,35 @@ TEST(HipModelsModes, WeightsInPlaceAndEagerStepsMatchCpu) {
     }
 }
 
+// TANDEM_HIP_STEP_TIMES=1: when the backend goes away, one line with the host's and the GPU's
+// time of the steps that replayed a captured graph (a step's graph is captured the second time
+// it is seen, so n one-token steps replay n - 2; a capture's milliseconds would swamp the
+// means), and the same logits as without it.
+TEST(HipModelsModes, StepTimesCountReplayedStepsOnly) {
+    TANDEM_HIP_OR_SKIP(probe);
+    probe.reset();
+    TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/llama-tiny");
+    const HfReference ref = load_hf_reference(dir);
+    auto model = engine::load_model(*tiny_gguf("llama-tiny", DType::Q8_0));
+    std::vector<int32_t> ids = ref.prompt;
+    ids.resize(std::min<size_t>(ids.size(), 7));
+    const auto plain = decode_step_by_step(*engine_on("hip", model, DType::F16), ids);
+    std::vector<float> timed;
+    testing::internal::CaptureStderr();
+    {
+        const ScopedEnv env("TANDEM_HIP_STEP_TIMES", "1");
+        auto hip = engine_on("hip", model, DType::F16);
+        timed = decode_step_by_step(*hip, ids);
+    }
+    const std::string log = testing::internal::GetCapturedStderr();
+    std::printf("%s", log.c_str());
+    EXPECT_EQ(timed, plain);
+    const std::string want =
+        "hip step times (" + std::to_string(ids.size() - 2) + " replayed steps, us a step)";
+    EXPECT_NE(log.find(want), std::string::npos) << log;
+    EXPECT_NE(log.find("GPU from the launch to the end"), std::string::npos) << log;
+}
+
 // Buffers in host memory mapped for the GPU (BufferHome: where an APU's hipMalloc, limited to
 // the VRAM carve-out, has no room): every buffer there (TANDEM_HIP_HOST_BUFFERS=1), and device
 // memory until a limit standing in for a small carve-out, then host memory (=auto with
