@@ -223,43 +223,63 @@ __global__ void __launch_bounds__(kSplitThreads)
     __syncthreads();
     if (!last) return;
     __threadfence();
-    if (tid < HB * kLaneGroup) {  // lane group g, lane s: head g's split s
-        const int g = tid / kLaneGroup, s = tid % kLaneGroup;
-        const int64_t row = (head0 + (g < nh ? g : 0)) * n_split + s;
-        const bool live = s < n_active;
-        const float ms = live ? load_l2(part_ml + 2 * row) : -INFINITY;
-        const float M = group_max(ms);
-        const float w = ms == -INFINITY ? 0.0f : expf(ms - M);
-        const float L = group_sum(live ? load_l2(part_ml + 2 * row + 1) * w : 0.0f);
-        sw[g][s] = w;
-        if (s == 0) hl[g] = 1.0f / L;
-    }
-    __syncthreads();
     // Thread tid takes 4 consecutive dims of one head (16-byte loads; HB * head_dim / 4 <= 128
     // threads) and sums them over the splits in k_attention_combine's order with its arithmetic
-    // (the same bits), kChunk splits loaded before any is added. Loads past the last split with
-    // positions read the last one again (weight 0): no branch between them. At 32 splits a
-    // load-add chain was 32 L2 trips (4000 positions 402 tok/s against 428 with the combine
-    // launch; 8 scalar loads a pair at once 420, 32 at once 360: docs/hip.md).
+    // (the same bits). Every trip to L2 here is on the step's critical path, so the loads go
+    // out ahead of their use: the first two chunks of kChunk splits' partials with the splits'
+    // (m, l) pairs, then each chunk's loads two chunks before it is added (five dependent trips
+    // were two: H200, 8B at a 512-token context, 13.06 -> 12.26 us a call; docs/hip.md, session
+    // 36). Loads past the last split with positions read the last one again (weight 0): no
+    // branch between them. At 32 splits a load-add chain was 32 L2 trips (4000 positions 402
+    // tok/s against 428 with the combine launch; 8 scalar loads a pair at once 420, 32 at once
+    // 360: docs/hip.md).
     constexpr int kQuads = HB * hd / 4, kChunk = 8;
     static_assert(kQuads <= kSplitThreads);
-    if (tid >= kQuads) return;
+    const bool sums = tid < kQuads;
     const int g = tid / (hd / 4), e0 = 4 * (tid % (hd / 4));
     const float* pa = part_acc + (head0 + (g < nh ? g : 0)) * n_split * hd + e0;
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s0 = 0; s0 < n_active; s0 += kChunk) {
-        float4 x[kChunk];
+    auto load_chunk = [&](int s0, float4(&x)[kChunk]) {
 #pragma unroll
         for (int j = 0; j < kChunk; ++j) {
             const int sj = s0 + j < n_active ? s0 + j : n_active - 1;
             x[j] = load_l2_4(pa + int64_t(sj) * hd);
         }
+    };
+    float4 xa[kChunk], xb[kChunk];
+    if (sums) {
+        load_chunk(0, xa);
+        load_chunk(kChunk, xb);
+    }
+    if (tid < HB * kLaneGroup) {  // lane group g, lane s: head g's split s
+        const int hg = tid / kLaneGroup, s = tid % kLaneGroup;
+        const int64_t row = (head0 + (hg < nh ? hg : 0)) * n_split + s;
+        const bool live = s < n_active;
+        const float ms = live ? load_l2(part_ml + 2 * row) : -INFINITY;
+        const float ls = live ? load_l2(part_ml + 2 * row + 1) : 0.0f;
+        const float M = group_max(ms);
+        const float w = ms == -INFINITY ? 0.0f : expf(ms - M);
+        const float L = group_sum(ls * w);
+        sw[hg][s] = w;
+        if (s == 0) hl[hg] = 1.0f / L;
+    }
+    __syncthreads();
+    if (!sums) return;
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    auto add_chunk = [&](int s0, const float4(&x)[kChunk]) {
 #pragma unroll
         for (int j = 0; j < kChunk; ++j) {
             const float w = sw[g][s0 + j];  // 0 past n_active
             v.x += x[j].x * w, v.y += x[j].y * w, v.z += x[j].z * w, v.w += x[j].w * w;
         }
-    }
+    };
+    // n_active <= kLaneGroup (32) splits: at most four chunks, the last two loaded after the
+    // first two are in.
+    add_chunk(0, xa);
+    if (n_active > 2 * kChunk) load_chunk(2 * kChunk, xa);
+    if (n_active > kChunk) add_chunk(kChunk, xb);
+    if (n_active > 3 * kChunk) load_chunk(3 * kChunk, xb);
+    if (n_active > 2 * kChunk) add_chunk(2 * kChunk, xa);
+    if (n_active > 3 * kChunk) add_chunk(3 * kChunk, xb);
     const float inv = hl[g];
     const float4 o = make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
     const int64_t i0 = (head0 + g) * hd + e0;
