@@ -1032,31 +1032,28 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     // Every node is checked, and the backend's own buffers sized, before anything is enqueued
     // (once per graph: the plan; nothing below drops plans_).
     const StepPlan& plan = step_plan(g, io);
-    const uint64_t moe_floats = plan.moe_floats, attn_floats = plan.attn_floats,
-                   q8_bytes = plan.q8_bytes, split_floats = plan.split_floats,
-                   x16_bytes = plan.x16_bytes;
     check_step_inputs(g, io);  // token ids and the KV cache's room, before anything is enqueued
-    if (moe_floats * sizeof(float) > moe_scratch_.size())
-        moe_scratch_ = buffer(moe_floats * sizeof(float));
-    if (split_floats * sizeof(float) > split_scratch_.size())
-        split_scratch_ = buffer(split_floats * sizeof(float));
-    if (x16_bytes > x16_scratch_.size()) {
+    if (plan.moe_floats * sizeof(float) > moe_scratch_.size())
+        moe_scratch_ = buffer(plan.moe_floats * sizeof(float));
+    if (plan.split_floats * sizeof(float) > split_scratch_.size())
+        split_scratch_ = buffer(plan.split_floats * sizeof(float));
+    if (plan.x16_bytes > x16_scratch_.size()) {
         drop_graphs();  // captured steps point at the old buffer
-        x16_scratch_ = buffer(x16_bytes);
+        x16_scratch_ = buffer(plan.x16_bytes);
     }
-    if (attn_floats * sizeof(float) > attn_scratch_.size()) {
-        attn_scratch_ = buffer(attn_floats * sizeof(float));
+    if (plan.attn_floats * sizeof(float) > attn_scratch_.size()) {
+        attn_scratch_ = buffer(plan.attn_floats * sizeof(float));
         check(hipMemsetAsync(attn_scratch_.data(), 0, attention_zeroed_floats() * sizeof(float),
                              stream_),
               "clearing the attention tickets");
     }
-    if (q8_bytes > q8_scratch_.size()) {
+    if (plan.q8_bytes > q8_scratch_.size()) {
         drop_graphs();  // captured steps point at the old buffers
-        q8_scratch_ = buffer(q8_bytes);
-        q8_alt_ = buffer(q8_bytes);
-        norm_ss_ = buffer(q8_bytes / 8);  // a float per 32 int8 values
+        q8_scratch_ = buffer(plan.q8_bytes);
+        q8_alt_ = buffer(plan.q8_bytes);
+        norm_ss_ = buffer(plan.q8_bytes / 8);  // a float per 32 int8 values
     }
-    if (q8_bytes && !rope_tables_.size())  // once: captured steps point at it
+    if (plan.q8_bytes && !rope_tables_.size())  // once: captured steps point at it
         rope_tables_ = buffer(uint64_t(kRopeTables * kRopeTableSlot) * sizeof(float2));
     if (plan.collective_floats) collective_host_.reserve(plan.collective_floats * sizeof(float));
     layout_io(g, plan, io);
@@ -1065,8 +1062,8 @@ void HipBackend::compute(const Graph& g, const StepIO& io) {
     // queue ahead of the GPU, so a graph saves nothing, and capturing one (a prompt chunk's
     // shape seen twice) cost more than the launches: H200, 8B Q4_0, the pp512 step that
     // captured ran 9586-9866 tok/s against 10526-10528 with no graphs (docs/hip.md, session 26).
-    const bool few_tokens = plan.few_tokens;
-    hipGraphExec_t exec = graphs_enabled_ && !multi_rank() && few_tokens ? step_graph(g) : nullptr;
+    hipGraphExec_t exec =
+        graphs_enabled_ && !multi_rank() && plan.few_tokens ? step_graph(g) : nullptr;
     step_times_.launching(stream_);
     if (exec)
         check(hipGraphLaunch(exec, stream_), "launching the step graph");

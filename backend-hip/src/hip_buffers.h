@@ -34,6 +34,34 @@ struct DeviceLedger {
     uint64_t used = 0;
 };
 
+// Pinned host memory mapped for the device, by its host and device addresses (freed with
+// hipHostFree(host)). Coherent: a running kernel sees the host's stores (a flag it polls); else
+// coarse-grained, which the GPU may cache (DeviceBuffer's host memory). Throws, allocating
+// nothing, with `what` where the allocation fails and `map_what` where the mapping does.
+struct MappedHost {
+    void* host = nullptr;
+    void* device = nullptr;
+};
+
+inline MappedHost alloc_mapped_host(uint64_t bytes, bool coherent, const std::string& what,
+                                    const char* map_what) {
+#if defined(TANDEM_HIP_ON_CUDA)
+    (void)coherent;  // CUDA's mapped host memory is coherent
+    const unsigned flags = cudaHostAllocMapped;
+#else
+    const unsigned flags =
+        hipHostMallocMapped | (coherent ? hipHostMallocCoherent : hipHostMallocNonCoherent);
+#endif
+    MappedHost m;
+    check(hipHostMalloc(&m.host, bytes, flags), what.c_str());
+    const hipError_t e = hipHostGetDevicePointer(&m.device, m.host, 0);
+    if (e != hipSuccess) {
+        (void)hipHostFree(m.host);
+        check(e, map_what);
+    }
+    return m;
+}
+
 // One allocation the device reads and writes, freed with its owner.
 class DeviceBuffer {
   public:
@@ -56,25 +84,15 @@ class DeviceBuffer {
                 check(e, ("allocating " + std::to_string(n) + " device bytes").c_str());
         }
         ledger_.reset();  // host memory is not the device's
-#if defined(TANDEM_HIP_ON_CUDA)
-        constexpr unsigned kFlags = cudaHostAllocMapped;
-#else
-        constexpr unsigned kFlags = hipHostMallocMapped | hipHostMallocNonCoherent;
-#endif
-        check(hipHostMalloc(&host_, bytes, kFlags),
-              ("allocating " + std::to_string(n) + " bytes of host memory for the device" +
-               (home == BufferHome::Host ? "" : " (device memory is full)"))
-                  .c_str());
-        e = hipHostGetDevicePointer(&ptr_, host_, 0);
-        if (e != hipSuccess) {
-            (void)hipHostFree(host_);
-            host_ = nullptr;
-            check(e, "mapping host memory for the device");
-        }
+        const MappedHost m = alloc_mapped_host(
+            bytes, false,
+            "allocating " + std::to_string(n) + " bytes of host memory for the device" +
+                (home == BufferHome::Host ? "" : " (device memory is full)"),
+            "mapping host memory for the device");
+        host_ = m.host;
+        ptr_ = m.device;
     }
-    DeviceBuffer(DeviceBuffer&& o) noexcept {
-        take(o);
-    }
+    DeviceBuffer(DeviceBuffer&& o) noexcept { take(o); }
     DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
         if (this != &o) {
             release();
@@ -82,18 +100,10 @@ class DeviceBuffer {
         }
         return *this;
     }
-    ~DeviceBuffer() {
-        release();
-    }
-    uint8_t* data() const {
-        return static_cast<uint8_t*>(ptr_);
-    }
-    uint64_t size() const {
-        return size_;
-    }
-    bool in_host_memory() const {
-        return host_ != nullptr;
-    }
+    ~DeviceBuffer() { release(); }
+    uint8_t* data() const { return static_cast<uint8_t*>(ptr_); }
+    uint64_t size() const { return size_; }
+    bool in_host_memory() const { return host_ != nullptr; }
 
   private:
     void take(DeviceBuffer& o) {
@@ -150,35 +160,20 @@ class PinnedBuffer {
 class MappedFlag {
   public:
     MappedFlag() {
-#if defined(TANDEM_HIP_ON_CUDA)
-        constexpr unsigned kFlags = cudaHostAllocMapped;
-#else
-        constexpr unsigned kFlags = hipHostMallocMapped | hipHostMallocCoherent;
-#endif
-        void* p = nullptr;
-        check(hipHostMalloc(&p, sizeof(int), kFlags), "allocating the profiler's flag");
-        host_ = static_cast<int*>(p);
+        const MappedHost m = alloc_mapped_host(sizeof(int), true, "allocating the profiler's flag",
+                                               "mapping the profiler's flag");
+        host_ = static_cast<int*>(m.host);
+        device_ = static_cast<int*>(m.device);
         set(0);
-        void* d = nullptr;
-        const hipError_t e = hipHostGetDevicePointer(&d, host_, 0);
-        device_ = static_cast<int*>(d);
-        if (e != hipSuccess) {
-            (void)hipHostFree(host_);
-            check(e, "mapping the profiler's flag");
-        }
     }
     MappedFlag(const MappedFlag&) = delete;
     MappedFlag& operator=(const MappedFlag&) = delete;
-    ~MappedFlag() {
-        (void)hipHostFree(host_);
-    }
+    ~MappedFlag() { (void)hipHostFree(host_); }
     void set(int v) {
         *static_cast<volatile int*>(host_) = v;
         std::atomic_thread_fence(std::memory_order_seq_cst);
     }
-    const int* device() const {
-        return device_;
-    }
+    const int* device() const { return device_; }
 
   private:
     int* host_ = nullptr;
