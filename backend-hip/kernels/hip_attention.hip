@@ -12,6 +12,7 @@
 #include "hip_attention_flash.h"
 #include "hip_attention_mma.h"
 #include "hip_attention_split.h"
+#include "hip_attention_split_mma.h"
 #include "hip_blocks.h"
 #include "hip_decode.h"
 #include "hip_launch_overlap.h"
@@ -340,6 +341,13 @@ bool attention_merge_in_split() {
     return !(v && v[0] == '0');
 }
 
+// TANDEM_HIP_SPLIT_MMA=0: decode steps with an f16 cache on k_attention_split where the matrix
+// units would take them (A/B runs); read at every launch.
+bool attention_split_mma_enabled() {
+    const char* v = std::getenv("TANDEM_HIP_SPLIT_MMA");
+    return !(v && v[0] == '0');
+}
+
 // TANDEM_HIP_FLASH=0: prefill on k_attention (one block per token and head) instead of
 // k_attention_flash (A/B runs and the test holding the two together); read at every launch.
 bool attention_flash_enabled() {
@@ -415,7 +423,13 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
     // k_attention_split: head_dim 64 / 128 / 256, 16-byte aligned K and V rows.
     const bool cluster = split && kvec && vvec && reinterpret_cast<uintptr_t>(v_cache) % 16 == 0 &&
                          (head_dim == 64 || head_dim == 128 || head_dim == 256);
-    const int64_t hb = split_heads_per_block(head_dim);
+    // Decode on the matrix units where the backend's check passed: f16 cache, head_dim 64 / 128,
+    // q 16-byte aligned (the kernel is chosen whatever the context: a replayed step graph keeps
+    // it as the cache grows).
+    const bool split_mma = cluster && mma && f16 && (head_dim == 64 || head_dim == 128) &&
+                           reinterpret_cast<uintptr_t>(q) % 16 == 0 &&
+                           attention_split_mma_enabled();
+    const int64_t hb = split_mma ? kSplitMmaHeads : split_heads_per_block(head_dim);
     const int64_t head_blocks = n_kv_head * ((n_head / n_kv_head + hb - 1) / hb);
     int n_split = split ? attention_splits(n_tokens) : 1;
     if (cluster) {
@@ -470,6 +484,16 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
             f16 ? go(k_attention_flash<16, true>) : go(k_attention_flash<16, false>);
         else
             f16 ? go(k_attention_flash<32, true>) : go(k_attention_flash<32, false>);
+    } else if (split_mma) {
+        const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks),
+                        static_cast<unsigned>(n_tokens));
+        auto go = [&](auto kernel) {
+            TANDEM_LAUNCH_OVERLAPPED(kernel, grid, dim3(kSplitThreads), 0, s, q, n_head, n_kv_head,
+                                     window, scale, softcap, static_cast<const uint16_t*>(k_cache),
+                                     static_cast<const uint16_t*>(v_cache), n_past, part_ml,
+                                     part_acc, merge_in_split ? tickets : nullptr, out, q8s, q8d);
+        };
+        head_dim == 64 ? go(k_attention_split_mma<64>) : go(k_attention_split_mma<128>);
     } else if (cluster) {
         const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks),
                         static_cast<unsigned>(n_tokens));

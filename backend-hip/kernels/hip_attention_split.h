@@ -10,13 +10,14 @@
 // split block to finish (a ticket per head block), or in k_attention_combine (no tickets).
 #include <cstdint>
 
+#include "hip_attention_split_merge.h"
 #include "hip_blocks.h"
 #include "hip_decode.h"
 #include "hip_launch_overlap.h"
 
 namespace tandem::hip {
 
-inline constexpr int kSplitThreads = 128, kSplitCluster = 8;
+inline constexpr int kSplitThreads = kMergeThreads, kSplitCluster = 8;
 inline constexpr int kSplitMinShare = 16;   // positions per split at least
 inline constexpr int kSplitTickets = 8192;  // merge tickets (tokens x head blocks) at most
 
@@ -60,24 +61,6 @@ __device__ inline void load_dims(const void* c, int64_t e0, float* r) {
             r[4 * i] = w.x, r[4 * i + 1] = w.y, r[4 * i + 2] = w.z, r[4 * i + 3] = w.w;
         }
     }
-}
-
-// Coherent load of what another block of this grid wrote (before a __threadfence and a ticket):
-// from L2, past this SM's L1.
-__device__ inline float load_l2(const float* p) {
-#if defined(TANDEM_HIP_ON_CUDA)
-    return __ldcg(p);
-#else
-    return *static_cast<const volatile float*>(p);
-#endif
-}
-
-__device__ inline float4 load_l2_4(const float* p) {  // p 16-byte aligned
-#if defined(TANDEM_HIP_ON_CUDA)
-    return __ldcg(reinterpret_cast<const float4*>(p));
-#else
-    return make_float4(load_l2(p), load_l2(p + 1), load_l2(p + 2), load_l2(p + 3));
-#endif
 }
 
 // grid (n_split, n_kv_head * ceil(group / HB), n_tokens); head_dim = 8 * DPL.
@@ -211,80 +194,9 @@ __global__ void __launch_bounds__(kSplitThreads)
         part_ml[2 * row + 1] = hl[tid];
     }
     if (!tickets) return;
-    // The last split of the head block to finish merges (threadFenceReduction's pattern: every
-    // writer fences, one thread takes the ticket, the taker reads past L1).
-    __threadfence();
-    __syncthreads();
-    int* ticket = tickets + t * gridDim.y + blockIdx.y;
-    if (tid == 0) {
-        last = atomicAdd(ticket, 1) == n_active - 1;
-        if (last) atomicExch(ticket, 0);  // ready for the next launch
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    // Thread tid takes 4 consecutive dims of one head (16-byte loads; HB * head_dim / 4 <= 128
-    // threads) and sums them over the splits in k_attention_combine's order with its arithmetic
-    // (the same bits). Every trip to L2 here is on the step's critical path, so the loads go
-    // out ahead of their use: the first two chunks of kChunk splits' partials with the splits'
-    // (m, l) pairs, then each chunk's loads two chunks before it is added (five dependent trips
-    // were two: H200, 8B at a 512-token context, 13.06 -> 12.26 us a call; docs/hip.md, session
-    // 36). Loads past the last split with positions read the last one again (weight 0): no
-    // branch between them. At 32 splits a load-add chain was 32 L2 trips (4000 positions 402
-    // tok/s against 428 with the combine launch; 8 scalar loads a pair at once 420, 32 at once
-    // 360: docs/hip.md).
-    constexpr int kQuads = HB * hd / 4, kChunk = 8;
-    static_assert(kQuads <= kSplitThreads);
-    const bool sums = tid < kQuads;
-    const int g = tid / (hd / 4), e0 = 4 * (tid % (hd / 4));
-    const float* pa = part_acc + (head0 + (g < nh ? g : 0)) * n_split * hd + e0;
-    auto load_chunk = [&](int s0, float4(&x)[kChunk]) {
-#pragma unroll
-        for (int j = 0; j < kChunk; ++j) {
-            const int sj = s0 + j < n_active ? s0 + j : n_active - 1;
-            x[j] = load_l2_4(pa + int64_t(sj) * hd);
-        }
-    };
-    float4 xa[kChunk], xb[kChunk];
-    if (sums) {
-        load_chunk(0, xa);
-        load_chunk(kChunk, xb);
-    }
-    if (tid < HB * kLaneGroup) {  // lane group g, lane s: head g's split s
-        const int hg = tid / kLaneGroup, s = tid % kLaneGroup;
-        const int64_t row = (head0 + (hg < nh ? hg : 0)) * n_split + s;
-        const bool live = s < n_active;
-        const float ms = live ? load_l2(part_ml + 2 * row) : -INFINITY;
-        const float ls = live ? load_l2(part_ml + 2 * row + 1) : 0.0f;
-        const float M = group_max(ms);
-        const float w = ms == -INFINITY ? 0.0f : expf(ms - M);
-        const float L = group_sum(ls * w);
-        sw[hg][s] = w;
-        if (s == 0) hl[hg] = 1.0f / L;
-    }
-    __syncthreads();
-    if (!sums) return;
-    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    auto add_chunk = [&](int s0, const float4(&x)[kChunk]) {
-#pragma unroll
-        for (int j = 0; j < kChunk; ++j) {
-            const float w = sw[g][s0 + j];  // 0 past n_active
-            v.x += x[j].x * w, v.y += x[j].y * w, v.z += x[j].z * w, v.w += x[j].w * w;
-        }
-    };
-    // n_active <= kLaneGroup (32) splits: at most four chunks, the last two loaded after the
-    // first two are in.
-    add_chunk(0, xa);
-    if (n_active > 2 * kChunk) load_chunk(2 * kChunk, xa);
-    if (n_active > kChunk) add_chunk(kChunk, xb);
-    if (n_active > 3 * kChunk) load_chunk(3 * kChunk, xb);
-    if (n_active > 2 * kChunk) add_chunk(2 * kChunk, xa);
-    if (n_active > 3 * kChunk) add_chunk(3 * kChunk, xb);
-    const float inv = hl[g];
-    const float4 o = make_float4(v.x * inv, v.y * inv, v.z * inv, v.w * inv);
-    const int64_t i0 = (head0 + g) * hd + e0;
-    if (g < nh) *reinterpret_cast<float4*>(out + i0) = o;
-    if (q8s) q8_store4(o, i0 / 4, g < nh, q8s, q8d);
+    if (!last_split_block(tickets + t * gridDim.y + blockIdx.y, n_active, last)) return;
+    merge_split_partials<HB, hd>(head0, nh, n_split, n_active, part_ml, part_acc, out, q8s, q8d, sw,
+                                 hl);
 }
 
 }  // namespace tandem::hip

@@ -1,8 +1,9 @@
 #pragma once
 // One wave's 16 x 16 x 16 product on the GPU's matrix units: C[16 m][16 n] += A[16 m][16 k] x
 // B[16 k][16 n], f16 inputs, f32 sums. Both inputs come from shared-memory tiles stored with k
-// contiguous, A as [m][k] rows and B as [n][k] rows, `ld` halves apart (a multiple of 8), each
-// fragment's first row 16-byte aligned (NVIDIA's fragments come by ldmatrix).
+// contiguous, A as [m][k] rows and B as [n][k] rows (or B as [k][n] rows: mma_load_b_kn), `ld`
+// halves apart (a multiple of 8), each fragment's first row 16-byte aligned (NVIDIA's fragments
+// come by ldmatrix).
 //
 // TANDEM_MMA_KIND says which instruction this device compilation got:
 //   1  NVIDIA sm_80+ (the CUDA path): two mma.sync m16n8k16, fragments by 32-bit shared loads
@@ -97,6 +98,17 @@ __device__ inline void mma_load_a(MmaA& a, const uint16_t* tile, int ld, int lan
 __device__ inline void mma_load_b(MmaB& b, const uint16_t* tile, int ld, int lane) {
     ldsm_x4(b.r, tile + (lane % 8 + 8 * (lane / 16)) * ld + 8 * ((lane / 8) % 2));
 }
+// B from a tile stored [k][n] (n contiguous: a V tile as the cache holds it), by ldmatrix.trans:
+// lane l names row l % 8 + 8 ((l / 8) % 2) (k) at column 8 (l / 16) (n), the matrices in
+// mma_load_b's order.
+__device__ inline void mma_load_b_kn(MmaB& b, const uint16_t* tile, int ld, int lane) {
+    const auto a = static_cast<uint32_t>(
+        __cvta_generic_to_shared(tile + (lane % 8 + 8 * ((lane / 8) % 2)) * ld + 8 * (lane / 16)));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(b.r[0]), "=r"(b.r[1]), "=r"(b.r[2]), "=r"(b.r[3])
+                 : "r"(a)
+                 : "memory");
+}
 __device__ inline void mma_run(MmaAcc& c, const MmaA& a, const MmaB& b) {
 #pragma unroll
     for (int h = 0; h < 2; ++h)
@@ -130,6 +142,12 @@ __device__ inline void mma_load_a(MmaA& a, const uint16_t* tile, int ld, int lan
 __device__ inline void mma_load_b(MmaB& b, const uint16_t* tile, int ld, int lane) {
     mma_load_a(b, tile, ld, lane);
 }
+// B from a tile stored [k][n]: B[4 (lane / 16) + i][lane % 16], four 2-byte loads.
+__device__ inline void mma_load_b_kn(MmaB& b, const uint16_t* tile, int ld, int lane) {
+    const _Float16* p = reinterpret_cast<const _Float16*>(tile) + 4 * (lane / 16) * ld + lane % 16;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) b.h[i] = p[i * ld];
+}
 __device__ inline void mma_run(MmaAcc& c, const MmaA& a, const MmaB& b) {
     c.v = __builtin_amdgcn_mfma_f32_16x16x16f16(a.h, b.h, c.v, 0, 0, 0);
 }
@@ -158,6 +176,12 @@ __device__ inline void mma_load_a(MmaA& a, const uint16_t* tile, int ld, int lan
 }
 __device__ inline void mma_load_b(MmaB& b, const uint16_t* tile, int ld, int lane) {
     mma_load_a(b, tile, ld, lane);
+}
+// B from a tile stored [k][n]: column lane % 16, sixteen 2-byte loads.
+__device__ inline void mma_load_b_kn(MmaB& b, const uint16_t* tile, int ld, int lane) {
+    const _Float16* p = reinterpret_cast<const _Float16*>(tile) + lane % 16;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) b.h[i] = p[i * ld];
 }
 __device__ inline void mma_run(MmaAcc& c, const MmaA& a, const MmaB& b) {
     c.v = __builtin_amdgcn_wmma_f32_16x16x16_f16_w32(a.h, b.h, c.v);

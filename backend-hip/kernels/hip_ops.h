@@ -224,9 +224,10 @@ void launch_kv_store(const float* src, int64_t n_tokens, int64_t width, bool f16
 // attention_zeroed_floats() must be zero when first given, and stay untouched by anything else
 // (ticket counters, left zero by every launch). q8 (or null):
 // where the output's q8 activations go (q8_act_bytes(n_head * head_dim, n_tokens)), written
-// when the split path runs and head_dim % 32 == 0 (returned). mma: prefill over an f16 cache
-// with head_dim 64 / 128 may run on the matrix units (hip_attention_mma.h: q and the softmax
-// weights rounded to f16); the backend sets it where the kernel passed its check.
+// when the split path runs and head_dim % 32 == 0 (returned). mma: prefill and decode steps over
+// an f16 cache with head_dim 64 / 128 may run on the matrix units (hip_attention_mma.h,
+// hip_attention_split_mma.h: q and the softmax weights rounded to f16); the backend sets it
+// where the kernels passed their check.
 bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, int64_t n_head,
                       int64_t n_kv_head, int64_t head_dim, int64_t window, float scale,
                       float softcap, const void* k_cache, const void* v_cache, bool f16,

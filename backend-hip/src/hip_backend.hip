@@ -93,6 +93,7 @@ class HipBackend final : public Backend {
         mma_attention_ = mma_prefill_ && mma_attention_passes();
         info_.f16_prefill_matmul = mma_prefill_;
         info_.f16_prefill_attention = mma_attention_;
+        info_.f16_decode_attention = mma_attention_ && env_switch("TANDEM_HIP_SPLIT_MMA", 1) != 0;
     }
     ~HipBackend() override {
         (void)hipStreamSynchronize(stream_);
@@ -1457,16 +1458,16 @@ bool HipBackend::mma_prefill_passes() {
     return ok;
 }
 
-// Prefill attention on the same units (f16 caches, head_dim 64 / 128) checked the same way,
-// against the f32 flash tiles.
+// Prefill and decode attention on the same units (f16 caches, head_dim 64 / 128) checked the
+// same way, against the f32 flash tiles and the split decode kernel.
 bool HipBackend::mma_attention_passes() {
     const std::string why = checked(mma_attention_check);
     if (why.empty()) {
-        info_.notes += "; prefill attention on them too";
+        info_.notes += "; attention on them too";
         return true;
     }
     const std::string note =
-        "prefill attention without matrix units (f32 tiles instead): failed its check: " + why;
+        "attention without matrix units (f32 kernels instead): failed its check: " + why;
     std::fprintf(stderr, "hip backend: %s\n", note.c_str());
     info_.notes += "; " + note;
     return false;

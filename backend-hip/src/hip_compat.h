@@ -32,6 +32,7 @@
 #define hipHostGetDevicePointer cudaHostGetDevicePointer
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemset cudaMemset
 #define hipMemsetAsync cudaMemsetAsync
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost

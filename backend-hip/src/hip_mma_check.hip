@@ -102,7 +102,12 @@ std::string mma_attention_check(hipStream_t s) {
         int64_t n_head, n_kv_head, hd, T, n_past, window;
         float softcap;
     };
-    const Case cases[] = {{8, 2, 64, 70, 10, 0, 0.0f}, {4, 1, 128, 40, 50, 30, 20.0f}};
+    // Prefill (the flash tiles' kernel), then decode steps (the split kernel's, with room for
+    // the splits): a GQA group over two blocks of 16 heads, a window, softcap, three tokens.
+    const Case cases[] = {{8, 2, 64, 70, 10, 0, 0.0f},
+                          {4, 1, 128, 40, 50, 30, 20.0f},
+                          {8, 2, 64, 1, 300, 0, 0.0f},
+                          {20, 1, 128, 3, 700, 500, 20.0f}};
     uint32_t seed = 777u;
     auto next = [&seed] {
         seed = seed * 1664525u + 1013904223u;
@@ -115,7 +120,10 @@ std::string mma_attention_check(hipStream_t s) {
         for (auto& v : q) v = float(int(next() % 2001) - 1000) / 250.0f;
         for (auto& v : kv) v = f16_exact(float(int(next() % 255) - 127) / 64.0f);
         const int32_t n_past = int32_t(c.n_past);
-        DeviceBuffer dq(q.size() * 4), dkv(kv.size() * 2), dnp(4), dy(q.size() * 8);
+        const uint64_t split = attention_scratch_floats(c.T, c.n_head, c.hd);
+        DeviceBuffer dq(q.size() * 4), dkv(kv.size() * 2), dnp(4), dy(q.size() * 8),
+            dsc(split ? split * 4 : 4);
+        check(hipMemset(dsc.data(), 0, split * 4), "mma check");  // the ticket counters
         check(hipMemcpy(dq.data(), q.data(), q.size() * 4, hipMemcpyHostToDevice), "mma check");
         check(hipMemcpy(dkv.data(), kv.data(), kv.size() * 2, hipMemcpyHostToDevice), "mma check");
         check(hipMemcpy(dnp.data(), &n_past, 4, hipMemcpyHostToDevice), "mma check");
@@ -127,8 +135,8 @@ std::string mma_attention_check(hipStream_t s) {
         const float scale = 1.0f / std::sqrt(float(c.hd));
         for (int mma = 1; mma >= 0; --mma)
             launch_attention(qp, c.T, np, c.n_head, c.n_kv_head, c.hd, c.window, scale, c.softcap,
-                             kc, vc, true, nullptr, 0, y + (mma ? 0 : q.size()), s, nullptr,
-                             mma != 0);
+                             kc, vc, true, reinterpret_cast<float*>(dsc.data()), split,
+                             y + (mma ? 0 : q.size()), s, nullptr, mma != 0);
         if (const hipError_t e = hipStreamSynchronize(s); e != hipSuccess)
             return std::string("the check's launch failed: ") + hipGetErrorString(e);
         std::vector<float> got(q.size()), ref(q.size());
@@ -137,8 +145,8 @@ std::string mma_attention_check(hipStream_t s) {
               "mma check");
         if (const double e = nmse_of(got, ref); !(e < 1e-5)) {
             char msg[128];
-            std::snprintf(msg, sizeof msg, "head_dim %lld: NMSE %.3g against the f32 tiles",
-                          static_cast<long long>(c.hd), e);
+            std::snprintf(msg, sizeof msg, "head_dim %lld, %lld tokens: NMSE %.3g against f32",
+                          static_cast<long long>(c.hd), static_cast<long long>(c.T), e);
             return msg;
         }
     }

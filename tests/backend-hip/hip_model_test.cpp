@@ -29,6 +29,7 @@ TEST(HipModelsQuantised, HalfAndBlockWeightsWithF16CacheMatchCpu) {
     TANDEM_HIP_OR_SKIP(probe);
     const bool probe_mma = probe->device().f16_prefill_matmul;
     const bool probe_attn_mma = probe->device().f16_prefill_attention;
+    const bool probe_decode_mma = probe->device().f16_decode_attention;
     probe.reset();
     TANDEM_FIXTURE_OR_SKIP(dir, "hf-tiny/gemma3-tiny");
     const HfReference ref = load_hf_reference(dir);
@@ -42,9 +43,11 @@ TEST(HipModelsQuantised, HalfAndBlockWeightsWithF16CacheMatchCpu) {
         const bool half = t == DType::F16 || t == DType::BF16;
         // A prefill on the matrix units rounds every f16 weight's product's activations to f16
         // (2^-12 relative each, through every layer), and its attention q and softmax weights:
-        // 5e-3, as the Vulkan backend's cooperative matrices.
+        // 5e-3, as the Vulkan backend's cooperative matrices. Prompts of up to 8 tokens run as
+        // a decode step, whose attention may round the same way.
         const bool f16_prefill =
-            ((t == DType::F16 && probe_mma) || probe_attn_mma) && ref.prompt.size() >= 9;
+            (((t == DType::F16 && probe_mma) || probe_attn_mma) && ref.prompt.size() >= 9) ||
+            probe_decode_mma;
         // Block types: the CPU backend rounds activations to q8 blocks, HIP keeps them in f32.
         // On this random-weight model (near-flat logits) that alone moves logits by a few %
         // (H100, 2026-11-21: q8_0 3.2e-2, q4_k 5.0e-2; docs/engine.md's per-type table shows

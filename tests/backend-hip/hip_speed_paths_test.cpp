@@ -577,6 +577,57 @@ TEST(HipSpeedPaths, FlashAttentionPrefillChunks) {
     }
 }
 
+// Decode steps (1-3 tokens, replayed as the cache grows) on k_attention_split_mma (an f16 cache,
+// head_dim 64 / 128, where the device has matrix units) and on k_attention_split
+// (TANDEM_HIP_SPLIT_MMA=0, read at every launch; a fresh backend), both against the double
+// reference and the CPU backend: a context over all 32 splits and many tiles of every wave, GQA
+// groups over two and three blocks of 16 heads (20, 34: the last part empty), a window, softcap,
+// head_dim 64 and 128, and a step starting at position 0 (one split, fewer positions than a tile).
+TEST(HipSpeedPaths, SplitDecodeOnMatrixUnits) {
+    struct Case {
+        AttnCase c;
+        int64_t chunk;
+    };
+    const Case cases[] = {
+        {{32, 8, 128, 0, 0, DType::F16, 4000, 4}, 1},       // Llama-shaped, 4000 positions
+        {{40, 2, 128, 0, 20.0f, DType::F16, 600, 6}, 3},    // group 20, softcap, 3 tokens
+        {{34, 1, 64, 50, 0, DType::F16, 300, 4}, 2},        // group 34, window 50
+        {{8, 2, 64, 0, 0, DType::F16, 0, 6}, 2},            // from position 0
+        {{16, 16, 128, 0, 30.0f, DType::F16, 1100, 2}, 1},  // MHA (group 1), softcap
+    };
+    struct Unset {
+        ~Unset() { ::unsetenv("TANDEM_HIP_SPLIT_MMA"); }
+    } unset;
+    for (const bool split_mma : {true, false}) {
+        if (!split_mma) ::setenv("TANDEM_HIP_SPLIT_MMA", "0", 1);
+        auto hip = hip_backend();
+        if (!hip)
+            GTEST_SKIP()
+                << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
+        const bool mma = split_mma && hip->device().f16_decode_attention;
+        if (split_mma && !mma)
+            std::printf("no matrix units for decode attention here: the split kernel both ways\n");
+        auto cpu = make_backend("cpu", 2);
+        for (const Case& k : cases) {
+            const AttnCase& c = k.c;
+            const AttnData d(c);
+            const auto out = run_prefill_chunks(*hip, c, d, k.chunk);
+            const auto ref_cpu = run_prefill_chunks(*cpu, c, d, k.chunk);
+            const std::string what =
+                std::string(mma ? "matrix units " : "split kernel ") + "heads " +
+                std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " hd " +
+                std::to_string(c.head_dim) + " window " + std::to_string(c.window) +
+                (c.softcap > 0 ? " softcap" : "") + " past " + std::to_string(c.n_past) +
+                " T=" + std::to_string(c.T / k.chunk) + "x" + std::to_string(k.chunk);
+            ASSERT_EQ(out.size(), ref_cpu.size()) << what;
+            // q and the softmax weights rounded to f16 on the matrix units: the op suite's bound.
+            EXPECT_LT(reported_nmse(what + " vs f64", out, ref_attention(c, d)), mma ? 1e-5 : 1e-10)
+                << what;
+            EXPECT_LT(reported_nmse(what + " vs cpu", out, as_double(ref_cpu)), 1e-5) << what;
+        }
+    }
+}
+
 TEST(HipSpeedPaths, AddThenRmsNormFused) {
     TANDEM_HIP_OR_SKIP(hip);
     expect_add_then_rms_norm(*hip);

@@ -458,8 +458,10 @@ inline void expect_rope_writes_the_kv_cache(Backend& gpu) {
                                  " hd " + std::to_string(c.hd) + " n_rot " +
                                  std::to_string(c.n_rot) + " " + std::string(dtype_name(c.kv));
         EXPECT_LT(nmse(roped_v, as_double(roped_c)), 1e-12) << what;
-        if (c.kv == DType::F16) {
-            EXPECT_LT(nmse(out_v, as_double(out_c)), 1e-9) << what;
+        if (c.kv == DType::F16) {  // decode steps on matrix units round q and P to f16
+            EXPECT_LT(nmse(out_v, as_double(out_c)),
+                      gpu.device().f16_decode_attention ? 1e-5 : 1e-9)
+                << what;
         }
         if (c.kv == DType::F32) {
             // Rows n_past.. were written by this step (the others were never written).
@@ -570,7 +572,9 @@ inline void expect_qkv_rope_and_kv_store(Backend& b) {
             (c.bias ? " bias" : "") + (c.v_q6_k ? " v q6_k" : "") + (c.x_node ? " x node" : "");
         EXPECT_LT(reported_nmse(what + " roped q", q_out, q_ref), 1e-10) << what;
         EXPECT_LT(reported_nmse(what + " attention", attn, ref_attention(ac, ad)),
-                  c.kv == DType::F16 ? 1e-8 : 1e-10)
+                  c.kv == DType::F32                ? 1e-10
+                  : b.device().f16_decode_attention ? 1e-5
+                                                    : 1e-8)
             << what;
         if (c.kv == DType::F32) {
             const auto rows = [&](const std::vector<float>& cache) {

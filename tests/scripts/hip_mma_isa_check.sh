@@ -4,7 +4,8 @@
 # is what keeps a guard or a builtin's signature from silently turning them into the empty kernel
 # (kind 0, the f32 tiles).
 #   hip_mma_isa_check.sh <source dir> <hipcc> [clang++-16 or newer]
-# - gfx90a with Debian's hipcc: v_mfma_f32_16x16x16f16 in every k_mat_mul_mma and k_attention_mma;
+# - gfx90a with Debian's hipcc: v_mfma_f32_16x16x16f16 in every k_mat_mul_mma, k_attention_mma and
+#   k_attention_split_mma;
 # - gfx1100 with clang 16+ (Debian's hipcc, clang 15, has no WMMA builtins): v_wmma_f32_16x16x16_f16;
 #   device code only (-nogpulib: ROCm 5.2's device libraries predate gfx11), so it checks the
 #   source and the instruction selection, not a runnable binary;
@@ -34,10 +35,11 @@ expect() {
 # activations; repacked Q4_0 / Q8_0 also with their f32 decode: 24 + 4) in each tile width; a
 # wave's fragments per 16-deep step, 4 steps a tile: 64-token tiles wave64 4 row x 2 token
 # fragments, wave32 2 x 2; 128-token tiles twice the token fragments.
-# The attention, head_dim 64 and 128: per tile and 16-row fragment 2 x head_dim / 16 products
-# for S and as many for P V; 2 row fragments a wave on wave64, 1 on wave32.
+# The attention, head_dim 64 and 128: the prefill's per tile and 16-row fragment 2 x head_dim /
+# 16 products for S and as many for P V, 2 row fragments a wave on wave64, 1 on wave32; the
+# decode split's head_dim / 16 for S and as many for P V (one 16-row fragment, 16 positions).
 expect matmul-mfma "$hipcc" gfx90a "$matmul" 'v_mfma_f32_16x16x16f16' $((28 * 4 * (8 + 16)))
-expect attention-mfma "$hipcc" gfx90a "$attn" 'v_mfma_f32_16x16x16f16' $((2 * 4 * (4 + 8)))
+expect attention-mfma "$hipcc" gfx90a "$attn" 'v_mfma_f32_16x16x16f16' $((2 * 4 * (4 + 8) + 2 * (4 + 8)))
 expect matmul-none "$hipcc" gfx1030 "$matmul" 'v_mfma\|v_wmma' 0
 if [ -z "$clang16" ] || ! command -v "$clang16" > /dev/null; then
   echo "SKIP gfx1100: no clang 16+ (Debian's clang-16 package) for the WMMA builtins"
@@ -45,5 +47,5 @@ if [ -z "$clang16" ] || ! command -v "$clang16" > /dev/null; then
   exit "$status"
 fi
 expect matmul-wmma "$clang16" gfx1100 "$matmul" 'v_wmma_f32_16x16x16_f16' $((28 * 4 * (4 + 8)))
-expect attention-wmma "$clang16" gfx1100 "$attn" 'v_wmma_f32_16x16x16_f16' $((4 * (4 + 8)))
+expect attention-wmma "$clang16" gfx1100 "$attn" 'v_wmma_f32_16x16x16_f16' $((4 * (4 + 8) + 2 * (4 + 8)))
 exit "$status"

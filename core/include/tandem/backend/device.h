@@ -23,6 +23,8 @@ struct DeviceInfo {
     bool f16_prefill_matmul = false;
     // Prefill attention rounds q and the softmax weights to f16 the same way (f16 KV cache).
     bool f16_prefill_attention = false;
+    // Decode steps' attention does too (HIP's split kernel on the matrix units).
+    bool f16_decode_attention = false;
     std::string notes;  // e.g. "ROCm sees only the 512 MiB carve-out; raise ttm.pages_limit"
 };
 
