@@ -321,6 +321,14 @@ int split_heads_per_block(int64_t head_dim) {
     return head_dim > 128 ? 2 : 4;
 }
 
+// Query heads per k_attention_split_mma block: 4, or with TANDEM_HIP_SPLIT_MMA_HEADS=16 a GQA
+// group of up to 16 (each K / V row read once for all of them: fewer blocks, slower at every
+// context measured; hip_attention_split_mma.h); read at every launch.
+int split_mma_heads_per_block() {
+    const char* v = std::getenv("TANDEM_HIP_SPLIT_MMA_HEADS");
+    return v && std::atoi(v) == kSplitMmaRows ? kSplitMmaRows : 4;
+}
+
 // The split path's partials, after kSplitTickets ticket counters (the front stays put whatever
 // the step's shape, so a larger step's partials never land on a smaller one's counters).
 uint64_t attention_scratch_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim) {
@@ -429,7 +437,7 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
     const bool split_mma = cluster && mma && f16 && (head_dim == 64 || head_dim == 128) &&
                            reinterpret_cast<uintptr_t>(q) % 16 == 0 &&
                            attention_split_mma_enabled();
-    const int64_t hb = split_mma ? kSplitMmaHeads : split_heads_per_block(head_dim);
+    const int64_t hb = split_mma ? split_mma_heads_per_block() : split_heads_per_block(head_dim);
     const int64_t head_blocks = n_kv_head * ((n_head / n_kv_head + hb - 1) / hb);
     int n_split = split ? attention_splits(n_tokens) : 1;
     if (cluster) {
@@ -493,7 +501,11 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                                      static_cast<const uint16_t*>(v_cache), n_past, part_ml,
                                      part_acc, merge_in_split ? tickets : nullptr, out, q8s, q8d);
         };
-        head_dim == 64 ? go(k_attention_split_mma<64>) : go(k_attention_split_mma<128>);
+        if (hb == kSplitMmaRows)
+            head_dim == 64 ? go(k_attention_split_mma<64, kSplitMmaRows>)
+                           : go(k_attention_split_mma<128, kSplitMmaRows>);
+        else
+            head_dim == 64 ? go(k_attention_split_mma<64, 4>) : go(k_attention_split_mma<128, 4>);
     } else if (cluster) {
         const dim3 grid(static_cast<unsigned>(n_split), static_cast<unsigned>(head_blocks),
                         static_cast<unsigned>(n_tokens));

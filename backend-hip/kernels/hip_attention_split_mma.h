@@ -1,12 +1,15 @@
 #pragma once
-// Split-K decode attention on the matrix units (hip_mma.h), for long contexts: k_attention_split's
-// grid, splits and merge, with a block taking up to 16 query heads of one KV head (a GQA group:
-// the fragments' 16 rows) and its waves taking tiles of 16 cached positions each, both products
-// (S = Q K^T, O += P V) on 16 x 16 x 16 f16 fragments. k_attention_split spends ~55 dependent
-// instructions a position and head on its dot, shuffles, exponentials and rescale; here a tile
-// of 16 positions for all heads is 8 + 8 fragment products and one rescale, so a wave keeps its
-// 4 KB of K/V loads in flight instead of waiting on each position's chain (H200, 8B at 16384
-// positions: 54.6 us a call, DRAM 29 % busy, docs/hip.md session 36).
+// Split-K decode attention on the matrix units (hip_mma.h): k_attention_split's grid, splits and
+// merge, a block taking HB query heads of one GQA group (rows of the 16-row fragments; the rest
+// zero) and its waves tiles of 16 cached positions each, both products (S = Q K^T, O += P V) on
+// 16 x 16 x 16 f16 fragments. k_attention_split spends ~55 dependent instructions a position
+// and head on its dot, shuffles, exponentials and rescale; here a tile of 16 positions for all
+// heads is 2 x head_dim / 16 fragment products and one rescale, so a wave keeps a tile's K/V
+// loads in flight instead of waiting on each position's chain (H200, 8B at 16384 positions:
+// 55.5 -> 28.4 us a call, docs/hip.md session 37). HB = 4, as k_attention_split's blocks, runs
+// faster than 16 (each K / V row read once for a GQA group of up to 16) at every context
+// measured: more blocks, and a merge of fewer heads a block (Qwen2.5-7B's group of 7, session
+// 37); TANDEM_HIP_SPLIT_MMA_HEADS=16 takes 16.
 //
 // Waves work alone in the position loop (no block barrier): each has its own K and V tiles
 // ([16][HD] as in the cache; V's fragments by transposing loads), reads q's fragments from the
@@ -25,8 +28,8 @@
 
 namespace tandem::hip {
 
-inline constexpr int kSplitMmaHeads = 16;  // query heads a block: the fragments' rows
-inline constexpr int kSplitMmaTile = 16;   // positions a wave's tile
+inline constexpr int kSplitMmaRows = 16;  // the fragments' rows: query heads a block at most
+inline constexpr int kSplitMmaTile = 16;  // positions a wave's tile
 
 // Orders one wave's shared-memory stores before its lanes' loads of them (and the loads before
 // later stores): the position loop has no block barrier.
@@ -40,9 +43,10 @@ __device__ inline void wave_sync() {
 #endif
 }
 
-// grid (n_split, n_kv_head * ceil(group / 16), n_tokens), block kSplitThreads; tickets, part_ml,
-// part_acc, out and q8 as k_attention_split's.
-template <int HD>
+// grid (n_split, n_kv_head * ceil(group / HB), n_tokens), block kSplitThreads; HB (4 or 16)
+// query heads of a GQA group a block; tickets, part_ml, part_acc, out and q8 as
+// k_attention_split's.
+template <int HD, int HB>
 __global__ void __launch_bounds__(kSplitThreads)
     k_attention_split_mma(const float* q, int64_t n_head, int64_t n_kv_head, int64_t window,
                           float scale, float softcap, const uint16_t* kc, const uint16_t* vc,
@@ -51,24 +55,24 @@ __global__ void __launch_bounds__(kSplitThreads)
     grid_wait();
     grid_launch_dependents();
 #if TANDEM_MMA_KIND != 0
-    constexpr int HB = kSplitMmaHeads, BC = kSplitMmaTile, HF = HD / 16;
-    constexpr int NW = kSplitThreads / kMmaWave;        // waves a block
-    constexpr int LDK = HD + 8;                         // halves a q / K / V row
-    constexpr int LDS = BC + 4, LDP = BC + 8;           // floats an S row, halves a P row
-    constexpr int LDC = HD + 8;                         // floats a row of a wave's accumulators
-    constexpr int kWaveHalves = 2 * BC * LDK;           // a wave's K and V tiles
-    constexpr int kLoads = BC * HD / 8 / kMmaWave;      // 16-byte K (and V) loads a lane a tile
-    constexpr int LPR = kMmaWave / HB, PPL = BC / LPR;  // softmax lanes a row, positions a lane
+    constexpr int R = kSplitMmaRows, BC = kSplitMmaTile, HF = HD / 16;
+    constexpr int NW = kSplitThreads / kMmaWave;       // waves a block
+    constexpr int LDK = HD + 8;                        // halves a q / K / V row
+    constexpr int LDS = BC + 4, LDP = BC + 8;          // floats an S row, halves a P row
+    constexpr int LDC = HD + 8;                        // floats a row of a wave's accumulators
+    constexpr int kWaveHalves = 2 * BC * LDK;          // a wave's K and V tiles
+    constexpr int kLoads = BC * HD / 8 / kMmaWave;     // 16-byte K (and V) loads a lane a tile
+    constexpr int LPR = kMmaWave / R, PPL = BC / LPR;  // softmax lanes a row, positions a lane
     // q first, then the waves' tiles; S (floats) and P (halves) of a wave's tile go where its K
     // rows were (read by then); the waves' accumulators at the end where all of it was, then
     // the merge's weights.
-    static_assert(HB == 16 && BC == 16 && HD % 32 == 0 && BC * HD / 8 % kMmaWave == 0);
-    constexpr int kHalves = HB * LDK + NW * kWaveHalves;
-    static_assert(2 * HB * LDS + HB * LDP <= BC * LDK && 2 * NW * HB * LDC <= kHalves &&
+    static_assert(R == 16 && BC == 16 && HB <= R && HD % 32 == 0 && BC * HD / 8 % kMmaWave == 0);
+    constexpr int kHalves = R * LDK + NW * kWaveHalves;
+    static_assert(2 * R * LDS + R * LDP <= BC * LDK && 2 * NW * HB * LDC <= kHalves &&
                   2 * HB * kLaneGroup + 2 * HB <= kHalves);
     __shared__ __align__(16) uint16_t sm[kHalves];
-    __shared__ float sf[NW][HB];              // a wave's rows' rescale factors for the tile
-    __shared__ float wm[NW][HB], wl[NW][HB];  // the waves' (m, l) a row
+    __shared__ float sf[NW][R];             // a wave's rows' rescale factors for the tile
+    __shared__ float wm[NW][R], wl[NW][R];  // the waves' (m, l) a row
     __shared__ float cw[NW][HB], hm[HB], hl[HB];
     __shared__ int last;
     const int tid = int(threadIdx.x), wave = tid / kMmaWave, lane = tid % kMmaWave;
@@ -88,11 +92,11 @@ __global__ void __launch_bounds__(kSplitThreads)
     const int64_t kv_width = n_kv_head * HD;
     const int64_t head0 = t * n_head + h0;  // output row of head 0 of the block
 
-    uint16_t* const qs = sm;                                  // [HB][LDK] q (f16)
-    uint16_t* const ks = sm + HB * LDK + wave * kWaveHalves;  // [BC][LDK] K rows
-    uint16_t* const vs = ks + BC * LDK;                       // [BC][LDK] V rows
-    float* const ss = reinterpret_cast<float*>(ks);           // [HB][LDS] S, after the product
-    uint16_t* const sp = ks + 2 * HB * LDS;                   // [HB][LDP] P (f16)
+    uint16_t* const qs = sm;                                 // [R][LDK] q (f16)
+    uint16_t* const ks = sm + R * LDK + wave * kWaveHalves;  // [BC][LDK] K rows
+    uint16_t* const vs = ks + BC * LDK;                      // [BC][LDK] V rows
+    float* const ss = reinterpret_cast<float*>(ks);          // [R][LDS] S, after the product
+    uint16_t* const sp = ks + 2 * R * LDS;                   // [R][LDP] P (f16)
     // A tile's loads, all at once, a row's 16-byte pieces on consecutive lanes (positions past
     // the split: zeros, weight 0 below).
     uint4 kw[kLoads], vw[kLoads];
@@ -111,7 +115,7 @@ __global__ void __launch_bounds__(kSplitThreads)
     int64_t base = begin + int64_t(BC) * wave;
     if (base < end) load_tile(base);
     // q rows (scaled, as f16; rows past the block's heads zero), read as A fragments a tile.
-    for (int e = tid; e < HB * HD / 8; e += kSplitThreads) {
+    for (int e = tid; e < R * HD / 8; e += kSplitThreads) {
         const int r = e / (HD / 8), c = e % (HD / 8);
         uint4 w = make_uint4(0u, 0u, 0u, 0u);
         if (r < nh) {
@@ -201,7 +205,7 @@ __global__ void __launch_bounds__(kSplitThreads)
     // e^(m - M) (waves without positions weigh nothing; a split without any gives M = -inf).
     if (part == 0) wm[wave][sr] = l > 0.0f ? m : -INFINITY, wl[wave][sr] = l;
     __syncthreads();  // every wave's tiles done: the accumulators take their place
-    float* const cacc = reinterpret_cast<float*>(sm);  // [NW][HB][LDC]
+    float* const cacc = reinterpret_cast<float*>(sm);  // [NW][HB][LDC]: rows past nh unused
 #pragma unroll
     for (int i = 0; i < HF; ++i)
 #pragma unroll

@@ -578,11 +578,12 @@ TEST(HipSpeedPaths, FlashAttentionPrefillChunks) {
 }
 
 // Decode steps (1-3 tokens, replayed as the cache grows) on k_attention_split_mma (an f16 cache,
-// head_dim 64 / 128, where the device has matrix units) and on k_attention_split
-// (TANDEM_HIP_SPLIT_MMA=0, read at every launch; a fresh backend), both against the double
-// reference and the CPU backend: a context over all 32 splits and many tiles of every wave, GQA
-// groups over two and three blocks of 16 heads (20, 34: the last part empty), a window, softcap,
-// head_dim 64 and 128, and a step starting at position 0 (one split, fewer positions than a tile).
+// head_dim 64 / 128, where the device has matrix units) in blocks of 4 query heads and of 16
+// (TANDEM_HIP_SPLIT_MMA_HEADS=16), and on k_attention_split (TANDEM_HIP_SPLIT_MMA=0; both read at
+// every launch, a fresh backend each), all against the double reference and the CPU backend: a
+// context over all 32 splits and many tiles of every wave, GQA groups of 20 and 34 (blocks of 16
+// with the last part empty; of 4 with the last one part empty at 34), a window, softcap,
+// head_dim 64 and 128, MHA, and a step starting at position 0 (fewer positions than a tile).
 TEST(HipSpeedPaths, SplitDecodeOnMatrixUnits) {
     struct Case {
         AttnCase c;
@@ -596,17 +597,22 @@ TEST(HipSpeedPaths, SplitDecodeOnMatrixUnits) {
         {{16, 16, 128, 0, 30.0f, DType::F16, 1100, 2}, 1},  // MHA (group 1), softcap
     };
     struct Unset {
-        ~Unset() { ::unsetenv("TANDEM_HIP_SPLIT_MMA"); }
+        ~Unset() {
+            ::unsetenv("TANDEM_HIP_SPLIT_MMA");
+            ::unsetenv("TANDEM_HIP_SPLIT_MMA_HEADS");
+        }
     } unset;
-    for (const bool split_mma : {true, false}) {
+    for (const char* mode : {"4", "16", "0"}) {  // heads a block on the matrix units, or off
+        const bool split_mma = mode[0] != '0';
         if (!split_mma) ::setenv("TANDEM_HIP_SPLIT_MMA", "0", 1);
+        ::setenv("TANDEM_HIP_SPLIT_MMA_HEADS", mode, 1);
         auto hip = hip_backend();
         if (!hip)
             GTEST_SKIP()
                 << "no HIP backend (plugin not built, or no ROCm/CUDA device on this host)";
         const bool mma = split_mma && hip->device().f16_decode_attention;
         if (split_mma && !mma)
-            std::printf("no matrix units for decode attention here: the split kernel both ways\n");
+            std::printf("no matrix units for decode attention here: the split kernel each way\n");
         auto cpu = make_backend("cpu", 2);
         for (const Case& k : cases) {
             const AttnCase& c = k.c;
@@ -614,8 +620,9 @@ TEST(HipSpeedPaths, SplitDecodeOnMatrixUnits) {
             const auto out = run_prefill_chunks(*hip, c, d, k.chunk);
             const auto ref_cpu = run_prefill_chunks(*cpu, c, d, k.chunk);
             const std::string what =
-                std::string(mma ? "matrix units " : "split kernel ") + "heads " +
-                std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " hd " +
+                (mma ? "matrix units, " + std::string(mode) + " heads a block, "
+                     : std::string("split kernel, ")) +
+                "heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " hd " +
                 std::to_string(c.head_dim) + " window " + std::to_string(c.window) +
                 (c.softcap > 0 ? " softcap" : "") + " past " + std::to_string(c.n_past) +
                 " T=" + std::to_string(c.T / k.chunk) + "x" + std::to_string(k.chunk);

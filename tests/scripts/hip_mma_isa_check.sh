@@ -37,9 +37,10 @@ expect() {
 # fragments, wave32 2 x 2; 128-token tiles twice the token fragments.
 # The attention, head_dim 64 and 128: the prefill's per tile and 16-row fragment 2 x head_dim /
 # 16 products for S and as many for P V, 2 row fragments a wave on wave64, 1 on wave32; the
-# decode split's head_dim / 16 for S and as many for P V (one 16-row fragment, 16 positions).
+# decode split's head_dim / 16 for S and as many for P V (one 16-row fragment, 16 positions), in
+# blocks of 4 and of 16 query heads.
 expect matmul-mfma "$hipcc" gfx90a "$matmul" 'v_mfma_f32_16x16x16f16' $((28 * 4 * (8 + 16)))
-expect attention-mfma "$hipcc" gfx90a "$attn" 'v_mfma_f32_16x16x16f16' $((2 * 4 * (4 + 8) + 2 * (4 + 8)))
+expect attention-mfma "$hipcc" gfx90a "$attn" 'v_mfma_f32_16x16x16f16' $((2 * 4 * (4 + 8) + 2 * 2 * (4 + 8)))
 expect matmul-none "$hipcc" gfx1030 "$matmul" 'v_mfma\|v_wmma' 0
 if [ -z "$clang16" ] || ! command -v "$clang16" > /dev/null; then
   echo "SKIP gfx1100: no clang 16+ (Debian's clang-16 package) for the WMMA builtins"
@@ -47,5 +48,5 @@ if [ -z "$clang16" ] || ! command -v "$clang16" > /dev/null; then
   exit "$status"
 fi
 expect matmul-wmma "$clang16" gfx1100 "$matmul" 'v_wmma_f32_16x16x16_f16' $((28 * 4 * (4 + 8)))
-expect attention-wmma "$clang16" gfx1100 "$attn" 'v_wmma_f32_16x16x16_f16' $((4 * (4 + 8) + 2 * (4 + 8)))
+expect attention-wmma "$clang16" gfx1100 "$attn" 'v_wmma_f32_16x16x16_f16' $((4 * (4 + 8) + 2 * 2 * (4 + 8)))
 exit "$status"
