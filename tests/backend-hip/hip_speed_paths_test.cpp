@@ -509,6 +509,15 @@ std::vector<float> run_prefill_chunks(Backend& b, const AttnCase& c, const AttnD
     return all;
 }
 
+// A case run in chunks, as the tests' messages name it.
+std::string chunked_case_name(const AttnCase& c, int64_t chunk) {
+    return std::string(dtype_name(c.kv_type)) + " heads " + std::to_string(c.n_head) + "/" +
+           std::to_string(c.n_kv_head) + " hd " + std::to_string(c.head_dim) + " window " +
+           std::to_string(c.window) + (c.softcap > 0 ? " softcap" : "") + " past " +
+           std::to_string(c.n_past) + " T=" + std::to_string(c.T / chunk) + "x" +
+           std::to_string(chunk);
+}
+
 // Prefill chunks of 20-70 tokens (more than the split decode path takes) on k_attention_flash
 // (32 query rows of a KV head a block, K/V tiles of 32 positions, 16 at head_dim 256), then the
 // same steps on the one-block-per-(token, head) k_attention (TANDEM_HIP_FLASH=0, read at every
@@ -556,16 +565,11 @@ TEST(HipSpeedPaths, FlashAttentionPrefillChunks) {
             // head_dim 64 / 128): the op suite's bound for them.
             const bool mma = !flash[0] && hip->device().f16_prefill_attention &&
                              c.kv_type == DType::F16 && (c.head_dim == 64 || c.head_dim == 128);
-            const std::string what =
-                std::string(flash[0] == '0'   ? "TANDEM_HIP_FLASH=0 "
-                            : flash[0] == 'm' ? "TANDEM_HIP_MMA=0 "
-                            : mma             ? "matrix units "
-                                              : "flash ") +
-                std::string(dtype_name(c.kv_type)) + " heads " + std::to_string(c.n_head) + "/" +
-                std::to_string(c.n_kv_head) + " hd " + std::to_string(c.head_dim) + " window " +
-                std::to_string(c.window) + (c.softcap > 0 ? " softcap" : "") + " past " +
-                std::to_string(c.n_past) + " T=" + std::to_string(c.T / k.chunk) + "x" +
-                std::to_string(k.chunk);
+            const std::string what = std::string(flash[0] == '0'   ? "TANDEM_HIP_FLASH=0 "
+                                                 : flash[0] == 'm' ? "TANDEM_HIP_MMA=0 "
+                                                 : mma             ? "matrix units "
+                                                                   : "flash ") +
+                                     chunked_case_name(c, k.chunk);
             ASSERT_EQ(out.size(), ref_cpu.size()) << what;
             EXPECT_LT(reported_nmse(what + " vs f64", out, ref_attention(c, d)), mma ? 1e-5 : 1e-10)
                 << what;
@@ -622,10 +626,7 @@ TEST(HipSpeedPaths, SplitDecodeOnMatrixUnits) {
             const std::string what =
                 (mma ? "matrix units, " + std::string(mode) + " heads a block, "
                      : std::string("split kernel, ")) +
-                "heads " + std::to_string(c.n_head) + "/" + std::to_string(c.n_kv_head) + " hd " +
-                std::to_string(c.head_dim) + " window " + std::to_string(c.window) +
-                (c.softcap > 0 ? " softcap" : "") + " past " + std::to_string(c.n_past) +
-                " T=" + std::to_string(c.T / k.chunk) + "x" + std::to_string(k.chunk);
+                chunked_case_name(c, k.chunk);
             ASSERT_EQ(out.size(), ref_cpu.size()) << what;
             // q and the softmax weights rounded to f16 on the matrix units: the op suite's bound.
             EXPECT_LT(reported_nmse(what + " vs f64", out, ref_attention(c, d)), mma ? 1e-5 : 1e-10)
