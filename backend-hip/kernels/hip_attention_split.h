@@ -171,32 +171,9 @@ __global__ void __launch_bounds__(kSplitThreads)
         for (int c = 0; c < NCL; ++c) v += cacc[g][c][d] * cw[g][c];
         a[k] = v;
     }
-    const int64_t head0 = t * n_head + h0;  // output row of head 0 of the block
-    if (tickets && n_active == 1) {         // the only split: the output itself
-#pragma unroll
-        for (int k = 0; k < kPairs; ++k) {
-            const int idx = tid + k * kSplitThreads, g = idx / hd, d = idx % hd;
-            const float v = a[k] * (1.0f / hl[g]);  // as k_attention_combine: same bits
-            const int64_t i = (head0 + g) * hd + d;
-            if (g < nh) out[i] = v;
-            if (q8s) q8_store_group(v, i, g < nh, q8s, q8d);
-        }
-        return;
-    }
-#pragma unroll
-    for (int k = 0; k < kPairs; ++k) {
-        const int idx = tid + k * kSplitThreads, g = idx / hd, d = idx % hd;
-        if (g < nh) part_acc[((head0 + g) * n_split + split) * hd + d] = a[k];
-    }
-    if (tid < nh) {
-        const int64_t row = (head0 + tid) * n_split + split;
-        part_ml[2 * row] = hm[tid];
-        part_ml[2 * row + 1] = hl[tid];
-    }
-    if (!tickets) return;
-    if (!last_split_block(tickets + t * gridDim.y + blockIdx.y, n_active, last)) return;
-    merge_split_partials<HB, hd>(head0, nh, n_split, n_active, part_ml, part_acc, out, q8s, q8d, sw,
-                                 hl);
+    finish_split_block<HB, hd>(a, hm, hl, t * n_head + h0, nh, split, n_split, n_active, part_ml,
+                               part_acc, tickets ? tickets + t * gridDim.y + blockIdx.y : nullptr,
+                               last, out, q8s, q8d, sw, hl);
 }
 
 }  // namespace tandem::hip

@@ -132,4 +132,48 @@ __device__ inline void merge_split_partials(int64_t head0, int nh, int n_split, 
     }
 }
 
+// A split block's end, shared by the split kernels once they hold their sums: a[k] is the
+// unnormalised output of pair tid + k * kMergeThreads (head idx / HD, dim idx % HD: a lane group
+// holds 32 consecutive dims of one head, a q8 block), bm / bl the heads' max and sum. With
+// tickets (ticket: this head block's counter) the only split with positions writes the output
+// itself (k_attention_combine's arithmetic: the same bits); otherwise the block writes its
+// partial and (m, l) pairs, and with tickets the last of the head block's splits to finish
+// merges them. sw / rl: the merge's shared scratch (rl may be bl: the merge writes it after
+// bl is read); last: the block's shared flag.
+template <int HB, int HD>
+__device__ inline void finish_split_block(const float (&a)[HB * HD / kMergeThreads],
+                                          const float* bm, const float* bl, int64_t head0, int nh,
+                                          int split, int n_split, int n_active, float* part_ml,
+                                          float* part_acc, int* ticket, int& last, float* out,
+                                          int8_t* q8s, float2* q8d, float (&sw)[HB][kLaneGroup],
+                                          float (&rl)[HB]) {
+    constexpr int kPairs = HB * HD / kMergeThreads;
+    static_assert(kPairs * kMergeThreads == HB * HD);
+    const int tid = int(threadIdx.x);
+    if (ticket && n_active == 1) {  // the only split: the output itself
+#pragma unroll
+        for (int k = 0; k < kPairs; ++k) {
+            const int idx = tid + k * kMergeThreads, g = idx / HD, d = idx % HD;
+            const float v = a[k] * (1.0f / bl[g]);  // as k_attention_combine: same bits
+            const int64_t i = (head0 + g) * HD + d;
+            if (g < nh) out[i] = v;
+            if (q8s) q8_store_group(v, i, g < nh, q8s, q8d);
+        }
+        return;
+    }
+#pragma unroll
+    for (int k = 0; k < kPairs; ++k) {
+        const int idx = tid + k * kMergeThreads, g = idx / HD, d = idx % HD;
+        if (g < nh) part_acc[((head0 + g) * n_split + split) * HD + d] = a[k];
+    }
+    if (tid < nh) {
+        const int64_t row = (head0 + tid) * n_split + split;
+        part_ml[2 * row] = bm[tid];
+        part_ml[2 * row + 1] = bl[tid];
+    }
+    if (!ticket || !last_split_block(ticket, n_active, last)) return;
+    merge_split_partials<HB, HD>(head0, nh, n_split, n_active, part_ml, part_acc, out, q8s, q8d, sw,
+                                 rl);
+}
+
 }  // namespace tandem::hip

@@ -242,35 +242,12 @@ __global__ void __launch_bounds__(kSplitThreads)
             for (int w = 0; w < NW; ++w) v += cacc[(w * HB + g) * LDC + d] * cw[w][g];
         a[k] = v;
     }
-    if (tickets && n_active == 1) {  // the only split: the output itself
-#pragma unroll
-        for (int k = 0; k < kPairs; ++k) {
-            const int idx = tid + k * kSplitThreads, g = idx / HD, d = idx % HD;
-            if (g >= nh) continue;
-            const float v = a[k] * (1.0f / hl[g]);  // as k_attention_combine: same bits
-            const int64_t i = (head0 + g) * HD + d;
-            out[i] = v;
-            if (q8s) q8_store_group(v, i, true, q8s, q8d);
-        }
-        return;
-    }
-#pragma unroll
-    for (int k = 0; k < kPairs; ++k) {
-        const int idx = tid + k * kSplitThreads, g = idx / HD, d = idx % HD;
-        if (g < nh) part_acc[((head0 + g) * n_split + split) * HD + d] = a[k];
-    }
-    if (tid < nh) {
-        const int64_t row = (head0 + tid) * n_split + split;
-        part_ml[2 * row] = hm[tid];
-        part_ml[2 * row + 1] = hl[tid];
-    }
-    if (!tickets) return;
-    if (!last_split_block(tickets + t * gridDim.y + blockIdx.y, n_active, last)) return;
-    // The accumulators are read: the merge's weights take their place.
+    // The merge's weights go where the accumulators were (written after the ticket's barriers).
     auto& sw = *reinterpret_cast<float(*)[HB][kLaneGroup]>(sm);
     auto& rl = *reinterpret_cast<float(*)[HB]>(reinterpret_cast<float*>(sm) + HB * kLaneGroup);
-    merge_split_partials<HB, HD>(head0, nh, n_split, n_active, part_ml, part_acc, out, q8s, q8d, sw,
-                                 rl);
+    finish_split_block<HB, HD>(a, hm, hl, head0, nh, split, n_split, n_active, part_ml, part_acc,
+                               tickets ? tickets + t * gridDim.y + blockIdx.y : nullptr, last, out,
+                               q8s, q8d, sw, rl);
 #endif
 }
 

@@ -234,6 +234,9 @@ bool launch_attention(const float* q, int64_t n_tokens, const int32_t* n_past, i
                       float* scratch, uint64_t scratch_floats, float* out, hipStream_t s,
                       void* q8 = nullptr, bool mma = false);
 uint64_t attention_scratch_floats(int64_t n_tokens, int64_t n_head, int64_t head_dim);
+// Whether decode steps may take the matrix units where launch_attention's mma allows
+// (TANDEM_HIP_SPLIT_MMA=0: no; read at every call).
+bool attention_split_mma_enabled();
 uint64_t attention_zeroed_floats();
 // Largest head_dim launch_attention takes.
 int64_t attention_max_head_dim();

@@ -93,7 +93,7 @@ class HipBackend final : public Backend {
         mma_attention_ = mma_prefill_ && mma_attention_passes();
         info_.f16_prefill_matmul = mma_prefill_;
         info_.f16_prefill_attention = mma_attention_;
-        info_.f16_decode_attention = mma_attention_ && env_switch("TANDEM_HIP_SPLIT_MMA", 1) != 0;
+        info_.f16_decode_attention = mma_attention_ && attention_split_mma_enabled();
     }
     ~HipBackend() override {
         (void)hipStreamSynchronize(stream_);
