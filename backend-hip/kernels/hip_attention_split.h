@@ -63,6 +63,35 @@ __device__ inline void load_dims(const void* c, int64_t e0, float* r) {
     }
 }
 
+// Where a decode split block stands (grid (n_split, n_kv_head * ceil(group / HB), n_tokens)):
+// its KV head, first query head and live heads (of HB), token, the number of splits with
+// positions and its own run of positions [begin, end) (empty past n_active). The splits share
+// the token's window evenly, kSplitMinShare positions each at least.
+struct SplitRun {
+    int64_t kvh, h0, t, begin, end;
+    int nh, n_active;
+};
+template <int HB>
+__device__ inline SplitRun split_run(int64_t n_head, int64_t n_kv_head, int64_t window,
+                                     const int32_t* n_past) {
+    const int split = int(blockIdx.x), n_split = int(gridDim.x);
+    SplitRun r;
+    const int64_t group = n_head / n_kv_head, blocks = (group + HB - 1) / HB;
+    r.kvh = blockIdx.y / blocks;
+    r.h0 = r.kvh * group + (blockIdx.y % blocks) * HB;
+    r.nh = int(group - (r.h0 - r.kvh * group) < HB ? group - (r.h0 - r.kvh * group) : HB);
+    r.t = blockIdx.z;
+    const int64_t pos = int64_t(*n_past) + r.t;
+    const int64_t lo = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
+    const int64_t len = pos + 1 - lo;
+    int64_t share = (len + n_split - 1) / n_split;
+    if (share < kSplitMinShare) share = kSplitMinShare;
+    r.n_active = int((len + share - 1) / share);
+    r.begin = lo + split * share < pos + 1 ? lo + split * share : pos + 1;
+    r.end = r.begin + share < pos + 1 ? r.begin + share : pos + 1;
+    return r;
+}
+
 // grid (n_split, n_kv_head * ceil(group / HB), n_tokens); head_dim = 8 * DPL.
 // tickets null: every split writes its partial (empty ones m = -inf) for k_attention_combine.
 // tickets (kSplitTickets counters, zero, indexed by token and head block): only the splits with
@@ -88,18 +117,10 @@ __global__ void __launch_bounds__(kSplitThreads)
     grid_launch_dependents();
     const int tid = int(threadIdx.x), cl = tid / kSplitCluster, ln = tid % kSplitCluster;
     const int d0 = ln * DPL, split = int(blockIdx.x), n_split = int(gridDim.x);
-    const int64_t group = n_head / n_kv_head, blocks = (group + HB - 1) / HB;
-    const int64_t kvh = blockIdx.y / blocks, h0 = kvh * group + (blockIdx.y % blocks) * HB;
-    const int nh = int(group - (h0 - kvh * group) < HB ? group - (h0 - kvh * group) : HB);
-    const int64_t t = blockIdx.z, pos = int64_t(*n_past) + t;
-    const int64_t lo = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
-    const int64_t len = pos + 1 - lo;
-    int64_t share = (len + n_split - 1) / n_split;
-    if (share < kSplitMinShare) share = kSplitMinShare;
-    const int n_active = int((len + share - 1) / share);  // splits with positions
-    if (tickets && split >= n_active) return;
-    const int64_t begin = lo + split * share < pos + 1 ? lo + split * share : pos + 1;
-    const int64_t end = begin + share < pos + 1 ? begin + share : pos + 1;
+    const SplitRun run = split_run<HB>(n_head, n_kv_head, window, n_past);
+    if (tickets && split >= run.n_active) return;
+    const int64_t kvh = run.kvh, h0 = run.h0, t = run.t, begin = run.begin, end = run.end;
+    const int nh = run.nh, n_active = run.n_active;
     const int64_t kv_width = n_kv_head * hd;
 
     float qr[HB][DPL], acc[HB][DPL], m[HB], l[HB];

@@ -77,18 +77,10 @@ __global__ void __launch_bounds__(kSplitThreads)
     __shared__ int last;
     const int tid = int(threadIdx.x), wave = tid / kMmaWave, lane = tid % kMmaWave;
     const int split = int(blockIdx.x), n_split = int(gridDim.x);
-    const int64_t group = n_head / n_kv_head, blocks = (group + HB - 1) / HB;
-    const int64_t kvh = blockIdx.y / blocks, h0 = kvh * group + (blockIdx.y % blocks) * HB;
-    const int nh = int(group - (h0 - kvh * group) < HB ? group - (h0 - kvh * group) : HB);
-    const int64_t t = blockIdx.z, pos = int64_t(*n_past) + t;
-    const int64_t lo = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
-    const int64_t len = pos + 1 - lo;
-    int64_t share = (len + n_split - 1) / n_split;
-    if (share < kSplitMinShare) share = kSplitMinShare;
-    const int n_active = int((len + share - 1) / share);  // splits with positions
-    if (tickets && split >= n_active) return;
-    const int64_t begin = lo + split * share < pos + 1 ? lo + split * share : pos + 1;
-    const int64_t end = begin + share < pos + 1 ? begin + share : pos + 1;
+    const SplitRun run = split_run<HB>(n_head, n_kv_head, window, n_past);
+    if (tickets && split >= run.n_active) return;
+    const int64_t kvh = run.kvh, h0 = run.h0, t = run.t, begin = run.begin, end = run.end;
+    const int nh = run.nh, n_active = run.n_active;
     const int64_t kv_width = n_kv_head * HD;
     const int64_t head0 = t * n_head + h0;  // output row of head 0 of the block
 
